@@ -1,0 +1,49 @@
+"""mpsgraph: Apple's MetalPerformanceShadersGraph programming model, portable.
+
+Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `compile` it on a
+`Device` ("cpu" = NumPy, the default; "cuda" / "torch-cpu" = the torch backend).
+"""
+
+from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor
+from .errors import (
+    DataTypeError,
+    DescriptorError,
+    FeedError,
+    GraphError,
+    GraphMismatchError,
+    ShapeError,
+    UnsupportedError,
+)
+from .graph import Graph, Operation, Tensor
+from .runtime.device import Device
+from .runtime.executable import Executable
+from .runtime.tensor_data import TensorData
+from .types import (
+    DataType,
+    LossReductionType,
+    PaddingStyle,
+    RNNActivation,
+    ShapedType,
+    TensorNamedDataLayout,
+)
+
+float32 = DataType.float32
+float16 = DataType.float16
+bFloat16 = DataType.bFloat16
+int8 = DataType.int8
+int16 = DataType.int16
+int32 = DataType.int32
+int64 = DataType.int64
+uInt8 = DataType.uInt8
+bool = DataType.bool  # noqa: A001 - an attribute, kept out of __all__ (it shadows the builtin)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
+    "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
+    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor",
+    "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
+    "GraphMismatchError", "UnsupportedError",
+    "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
+]

@@ -1,0 +1,78 @@
+"""The NumPy backend: the reference kernels, vectorised and BLAS-backed.
+
+Kernels are plain functions `kernel(*input_arrays, attrs) -> array | tuple[array, ...]`,
+registered by Swift op name with `@kernel("convolution2D")` in the module of their op family.
+They never validate user input: the graph layer has already done it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import FeedError, UnsupportedError, op_error
+from ...runtime.tensor_data import TensorData, _as_numpy
+from ...types import DataType, ShapedType
+
+KERNELS: dict[str, Callable[..., Any]] = {}
+_FAMILIES = ("core", "convolution")
+
+
+def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        KERNELS[name] = fn
+        return fn
+
+    return deco
+
+
+class Backend:
+    name = "numpy"
+    _instance: Backend | None = None
+
+    @classmethod
+    def for_device(cls, device: Any) -> Backend:
+        if cls._instance is None:
+            for fam in _FAMILIES:
+                importlib.import_module(f"{__name__}.{fam}")
+            cls._instance = cls()
+        return cls._instance
+
+    def kernel(self, kind: str) -> Callable[..., Any]:
+        try:
+            return KERNELS[kind]
+        except KeyError:
+            raise UnsupportedError(f"{kind}: no NumPy kernel") from None
+
+    def from_numpy(self, arr: np.ndarray) -> np.ndarray:
+        return arr
+
+    def to_numpy(self, arr: np.ndarray) -> np.ndarray:
+        return arr
+
+    def copy(self, arr: np.ndarray) -> np.ndarray:
+        out = np.array(arr, copy=True)
+        out.flags.writeable = False
+        return out
+
+    def convert_feed(self, value: Any, st: ShapedType, name: str) -> np.ndarray:
+        if isinstance(value, TensorData):
+            arr = value.numpy()
+        elif isinstance(value, np.ndarray):
+            arr = value
+        else:
+            arr = _as_numpy(value)
+        want = st.dataType.numpy_dtype
+        if arr.dtype != want:
+            raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
+                           f"({want}; no implicit casts)", f"{arr.dtype} data")
+        if arr.shape != st._shape:
+            raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
+                           list(arr.shape))
+        return arr
+
+
+__all__ = ["Backend", "kernel", "KERNELS", "DataType"]

@@ -1,0 +1,132 @@
+"""Operation descriptors: plain, mutable dataclasses with Swift's property names and defaults.
+
+An op copies its descriptor when it is built, so changing a descriptor later never changes an
+op that already exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import DescriptorError, op_error
+from .types import PaddingStyle, RNNActivation, TensorNamedDataLayout
+
+__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor"]
+
+
+def _check_int(op: str, name: str | None, prop: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise op_error(DescriptorError, op, f"descriptor.{prop}", f"an int >= {minimum}", value,
+                       name)
+    return value
+
+
+@dataclass
+class Convolution2DOpDescriptor:
+    """`MPSGraphConvolution2DOpDescriptor`.
+
+    Defaults: strides and dilation rates 1 (Apple's documented defaults); paddings 0,
+    `paddingStyle=explicit`, `dataLayout=NCHW`, `weightsLayout=OIHW`, `groups=1` (Apple documents
+    none of these; a default descriptor is a plain stride-1, unpadded, ungrouped convolution).
+    Paddings are used only with `PaddingStyle.explicit`.
+    """
+
+    strideInX: int = 1
+    strideInY: int = 1
+    dilationRateInX: int = 1
+    dilationRateInY: int = 1
+    groups: int = 1
+    paddingLeft: int = 0
+    paddingRight: int = 0
+    paddingTop: int = 0
+    paddingBottom: int = 0
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCHW
+    weightsLayout: TensorNamedDataLayout = TensorNamedDataLayout.OIHW
+
+    def setExplicitPaddingWithPaddingLeft(
+        self, paddingLeft: int, paddingRight: int, paddingTop: int, paddingBottom: int
+    ) -> None:
+        """Set the four paddings and `paddingStyle = explicit` (Apple's method of that name)."""
+        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
+        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
+        self.paddingStyle = PaddingStyle.explicit
+
+    def validated_copy(self, op: str, name: str | None) -> Convolution2DOpDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op and property)."""
+        if not isinstance(self, Convolution2DOpDescriptor):
+            raise op_error(DescriptorError, op, "descriptor", "a Convolution2DOpDescriptor",
+                           type(self).__name__, name)
+        d = dataclasses.replace(self)
+        for prop in ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY", "groups"):
+            _check_int(op, name, prop, getattr(d, prop), 1)
+        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+            _check_int(op, name, prop, getattr(d, prop), 0)
+        try:
+            d.paddingStyle = PaddingStyle(d.paddingStyle)
+        except ValueError:
+            raise op_error(DescriptorError, op, "descriptor.paddingStyle", "a PaddingStyle",
+                           d.paddingStyle, name) from None
+        if d.paddingStyle == PaddingStyle.explicitOffset:
+            raise op_error(DescriptorError, op, "descriptor.paddingStyle",
+                           "explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
+                           "applies only to stencil ops)", "PaddingStyle.explicitOffset", name)
+        if not isinstance(d.dataLayout, int) or d.dataLayout not in (0, 1):
+            raise op_error(DescriptorError, op, "descriptor.dataLayout", "NCHW or NHWC",
+                           d.dataLayout, name)
+        if not isinstance(d.weightsLayout, int) or d.weightsLayout not in (2, 3):
+            raise op_error(DescriptorError, op, "descriptor.weightsLayout", "OIHW or HWIO",
+                           d.weightsLayout, name)
+        d.dataLayout = TensorNamedDataLayout(d.dataLayout)
+        d.weightsLayout = TensorNamedDataLayout(d.weightsLayout)
+        return d
+
+
+@dataclass
+class LSTMDescriptor:
+    """`MPSGraphLSTMDescriptor`, with the defaults of Apple's `+descriptor`.
+
+    Gate order `[i, f, z, o]`, or `[i, z, f, o]` when `forgetGateLast`. `reverse` is ignored
+    when `bidirectional`. `training` alone makes LSTM return `[state, cell, zState]`.
+    """
+
+    reverse: bool = False
+    bidirectional: bool = False
+    produceCell: bool = False
+    training: bool = False
+    forgetGateLast: bool = False
+    inputGateActivation: RNNActivation = RNNActivation.sigmoid
+    forgetGateActivation: RNNActivation = RNNActivation.sigmoid
+    cellGateActivation: RNNActivation = RNNActivation.tanh
+    outputGateActivation: RNNActivation = RNNActivation.sigmoid
+    activation: RNNActivation = RNNActivation.tanh
+
+    _ACTIVATIONS = ("inputGateActivation", "forgetGateActivation", "cellGateActivation",
+                    "outputGateActivation", "activation")
+
+    def validated_copy(self, op: str, name: str | None) -> LSTMDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op and property)."""
+        if not isinstance(self, LSTMDescriptor):
+            raise op_error(DescriptorError, op, "descriptor", "an LSTMDescriptor",
+                           type(self).__name__, name)
+        d = dataclasses.replace(self)
+        for prop in ("reverse", "bidirectional", "produceCell", "training", "forgetGateLast"):
+            v = getattr(d, prop)
+            if not isinstance(v, (bool, int)) or v not in (0, 1):
+                raise op_error(DescriptorError, op, f"descriptor.{prop}", "a bool", v, name)
+            setattr(d, prop, bool(v))
+        for prop in self._ACTIVATIONS:
+            v = getattr(d, prop)
+            try:
+                if isinstance(v, bool):
+                    raise ValueError
+                setattr(d, prop, RNNActivation(v))
+            except ValueError:
+                raise op_error(DescriptorError, op, f"descriptor.{prop}", "an RNNActivation", v,
+                               name) from None
+        return d
+
+    def activations(self) -> tuple[int, int, int, int, int]:
+        """(input, forget, cell, output gate, cell activation) as ints, for kernels."""
+        return tuple(int(getattr(self, p)) for p in self._ACTIVATIONS)  # type: ignore[return-value]

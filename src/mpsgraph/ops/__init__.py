@@ -1,0 +1,1 @@
+"""Backend-independent op definitions, one module per MPSGraph op family."""

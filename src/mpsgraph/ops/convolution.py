@@ -1,0 +1,321 @@
+"""The convolution family (Apple's MPSGraphConvolutionOps.h): convolution2D,
+convolution2DDataGradient, convolution2DWeightsGradient.
+
+Shapes, with g = descriptor.groups, Cg = C / g (canonical NCHW data, OIHW weights; every
+user-visible shape is in the descriptor's `dataLayout` / `weightsLayout`):
+
+    convolution2D                 source [N, C, H, W], weights [O, Cg, kH, kW] -> [N, O, Ho, Wo]
+    convolution2DDataGradient     incomingGradient [N, O, Ho, Wo], weights [O, Cg, kH, kW],
+                                  outputShape = source shape [N, C, H, W] -> [N, C, H, W]
+    convolution2DWeightsGradient  incomingGradient [N, O, Ho, Wo], source [N, C, H, W],
+                                  outputShape = WEIGHTS shape [O, Cg, kH, kW] -> that shape
+
+Ho, Wo follow docs/semantics.md ("Spatial arithmetic"). Decisions where Apple's documentation is
+silent or wrong (all in docs/semantics.md): the weights gradient's `outputShape` is the weights
+shape; the data gradient's `outputShape` must reproduce the incoming gradient's spatial size
+(MPSGraph does not check; we refuse a mismatch); `explicitOffset` is refused; a kernel of spatial
+size 0 is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..descriptors import Convolution2DOpDescriptor
+from ..errors import DataTypeError, ShapeError
+from ..types import FLOATING, DataType, PaddingStyle, ShapedType, TensorNamedDataLayout
+from ._registry import InferContext, register_op
+from ._shape_math import UNKNOWN, conv_output_size, from_canonical, known, to_canonical
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Operation, Tensor
+
+__all__ = ["ConvolutionOps", "Conv2DAttrs"]
+
+
+@dataclass(frozen=True)
+class Conv2DAttrs:
+    """Fully resolved parameters for kernels: no kernel ever sees a PaddingStyle."""
+
+    stride: tuple[int, int]  # (y, x)
+    dilation: tuple[int, int]  # (y, x)
+    pads: tuple[int, int, int, int]  # (top, bottom, left, right)
+    groups: int
+    data_layout: TensorNamedDataLayout  # NCHW | NHWC
+    weights_layout: TensorNamedDataLayout  # OIHW | HWIO
+    out_shape: tuple[int, ...]  # the op's result shape, in its user layout
+
+
+@dataclass(frozen=True)
+class _ConvOpAttrs:
+    descriptor: Convolution2DOpDescriptor  # the op's private, validated copy
+    output_shape: tuple[int, ...] | None  # outputShape given as a list (gradient ops)
+
+
+# ---------------------------------------------------------------------------- shape rules
+def _check_float(ctx: InferContext, args: Sequence[str]) -> DataType:
+    dt = None
+    for a in args:
+        t = ctx.type_of(a)
+        if t.dataType not in FLOATING:
+            raise ctx.error(DataTypeError, a, "float32, float16 or bFloat16", t.dataType)
+        if dt is None:
+            dt = t.dataType
+        elif t.dataType != dt:
+            raise ctx.error(DataTypeError, a, f"{dt!r} (the dataType of {args[0]})", t.dataType)
+    return dt
+
+
+def _rank4(ctx: InferContext, arg: str, layout: TensorNamedDataLayout) -> list[int]:
+    t = ctx.type_of(arg)
+    if t.shape is None:
+        return [UNKNOWN] * 4
+    if len(t.shape) != 4:
+        raise ctx.error(ShapeError, arg, f"a rank-4 tensor ({layout.name})",
+                        f"rank {len(t.shape)} shape {t.shape}")
+    return to_canonical(t.shape, layout)
+
+
+def _output_shape_arg(ctx: InferContext, rank_of: str, layout: TensorNamedDataLayout
+                      ) -> list[int]:
+    """outputShape from the list attr or the shape tensor (value known or not), canonical."""
+    a: _ConvOpAttrs = ctx.attrs
+    if a.output_shape is not None:
+        shape = list(a.output_shape)
+    else:
+        t = ctx.type_of("outputShape")
+        if t.dataType not in (DataType.int32, DataType.int64):
+            raise ctx.error(DataTypeError, "outputShape", "an int32 or int64 shape tensor",
+                            t.dataType)
+        if t.shape is not None and (len(t.shape) != 1 or t.shape[0] not in (4, UNKNOWN)):
+            raise ctx.error(ShapeError, "outputShape", "a 1-D shape tensor with 4 elements",
+                            f"shape {t.shape}")
+        v = ctx.value_of("outputShape")
+        if v is None:
+            return [UNKNOWN] * 4
+        shape = [int(s) for s in np.asarray(v).reshape(-1)]
+    if len(shape) != 4 or any(s < 0 for s in shape):
+        raise ctx.error(ShapeError, "outputShape", f"4 sizes >= 0 ({rank_of}, "
+                        f"{layout.name})", shape)
+    return to_canonical(shape, layout)
+
+
+def _spatial(ctx: InferContext, d: Convolution2DOpDescriptor, hw: Sequence[int],
+             khw: Sequence[int], src_arg: str, k_arg: str):
+    """Resolve (Ho, Wo) and pads; raise if the padded source is smaller than the kernel."""
+    if known(khw[0]) and khw[0] == 0 or known(khw[1]) and khw[1] == 0:
+        raise ctx.error(ShapeError, k_arg, "a kernel of spatial size >= 1", f"{list(khw)}")
+    ry = conv_output_size(hw[0], khw[0], d.strideInY, d.dilationRateInY, d.paddingStyle,
+                          d.paddingTop, d.paddingBottom)
+    rx = conv_output_size(hw[1], khw[1], d.strideInX, d.dilationRateInX, d.paddingStyle,
+                          d.paddingLeft, d.paddingRight)
+    for r, axis, size, k, dil in (("y", "height", hw[0], khw[0], d.dilationRateInY),
+                                  ("x", "width", hw[1], khw[1], d.dilationRateInX)):
+        res = ry if r == "y" else rx
+        if res is None:
+            raise ctx.error(ShapeError, src_arg, f"a padded {axis} >= the dilated kernel extent "
+                            f"{dil * (k - 1) + 1} ({d.paddingStyle.name})",
+                            f"{axis} {size}")
+    return (ry[0], rx[0]), (ry[1], ry[2], rx[1], rx[2])
+
+
+def _check_eq(ctx: InferContext, arg: str, what: str, want: int, got: int, shape) -> None:
+    if known(want, got) and want != got:
+        raise ctx.error(ShapeError, arg, f"{what} {want}", f"{got} (shape {shape})")
+
+
+def _check_groups(ctx: InferContext, d: Convolution2DOpDescriptor, c: int, cg: int, o: int,
+                  c_arg: str, w_arg: str) -> None:
+    g = d.groups
+    if known(o) and o % g:
+        raise ctx.error(ShapeError, w_arg, f"output channels divisible by groups={g}", o)
+    if known(c) and c % g:
+        raise ctx.error(ShapeError, c_arg, f"channels divisible by groups={g}", c)
+    if known(c, cg) and c != g * cg:
+        raise ctx.error(ShapeError, w_arg, f"{c // g} input channels per group (C={c} / "
+                        f"groups={g})", cg)
+
+
+def _attrs(d: Convolution2DOpDescriptor, pads, out_shape, static: bool) -> Conv2DAttrs | None:
+    if not static:
+        return None
+    return Conv2DAttrs((d.strideInY, d.strideInX), (d.dilationRateInY, d.dilationRateInX),
+                       tuple(pads), d.groups, d.dataLayout, d.weightsLayout, tuple(out_shape))
+
+
+def _infer_convolution2D(ctx: InferContext):
+    d = ctx.attrs.descriptor
+    dt = _check_float(ctx, ("source", "weights"))
+    n, c, h, w = _rank4(ctx, "source", d.dataLayout)
+    o, cg, kh, kw = _rank4(ctx, "weights", d.weightsLayout)
+    _check_groups(ctx, d, c, cg, o, "source", "weights")
+    (ho, wo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "weights")
+    out = from_canonical([n, o, ho, wo], d.dataLayout)
+    return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
+
+
+def _infer_convolution2DDataGradient(ctx: InferContext):
+    d = ctx.attrs.descriptor
+    dt = _check_float(ctx, ("incomingGradient", "weights"))
+    n2, o2, ho, wo = _rank4(ctx, "incomingGradient", d.dataLayout)
+    o, cg, kh, kw = _rank4(ctx, "weights", d.weightsLayout)
+    n, c, h, w = _output_shape_arg(ctx, "the forward source's shape", d.dataLayout)
+    _check_groups(ctx, d, c, cg, o, "outputShape", "weights")
+    _check_eq(ctx, "incomingGradient", "batch size (outputShape's)", n, n2, [n2, o2, ho, wo])
+    _check_eq(ctx, "incomingGradient", "channels (the weights' output channels)", o, o2,
+              [n2, o2, ho, wo])
+    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "outputShape", "weights")
+    if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
+        raise ctx.error(ShapeError, "outputShape", f"a source size whose forward convolution "
+                        f"output is {ho}x{wo} (the incomingGradient's)",
+                        f"{from_canonical([n, c, h, w], d.dataLayout)}, whose output is "
+                        f"{fho}x{fwo}")
+    out = from_canonical([n, c, h, w], d.dataLayout)
+    return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
+
+
+def _infer_convolution2DWeightsGradient(ctx: InferContext):
+    d = ctx.attrs.descriptor
+    dt = _check_float(ctx, ("incomingGradient", "source"))
+    n2, o2, ho, wo = _rank4(ctx, "incomingGradient", d.dataLayout)
+    n, c, h, w = _rank4(ctx, "source", d.dataLayout)
+    o, cg, kh, kw = _output_shape_arg(ctx, "the forward weights' shape", d.weightsLayout)
+    _check_groups(ctx, d, c, cg, o, "source", "outputShape")
+    _check_eq(ctx, "incomingGradient", "batch size (the source's)", n, n2, [n2, o2, ho, wo])
+    _check_eq(ctx, "incomingGradient", "channels (outputShape's output channels)", o, o2,
+              [n2, o2, ho, wo])
+    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "outputShape")
+    if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
+        raise ctx.error(ShapeError, "incomingGradient", f"spatial size {fho}x{fwo} (the "
+                        f"forward output of the source with this kernel)", f"{ho}x{wo}")
+    out = from_canonical([o, cg, kh, kw], d.weightsLayout)
+    return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
+
+
+# ---------------------------------------------------------------------------- gradient rules
+# The three ops are bilinear; each gradient is another op of the family:
+#   y  = conv(x, w):        dx = DataGrad(dy, w, x.shape),   dw = WeightsGrad(dy, x, w.shape)
+#   dx = DataGrad(dy, w):   d(dy) = conv(G, w),              dw = WeightsGrad(dy, G, w.shape)
+#   dw = WeightsGrad(dy, x): d(dy) = conv(x, G),             dx = DataGrad(dy, G, x.shape)
+def _static_shape(op_kind: str, t: Tensor) -> list[int]:
+    from ..errors import UnsupportedError
+
+    if t.shape is None or any(s < 0 for s in t.shape):
+        raise UnsupportedError(f"{op_kind}: gradient needs static shapes, given {t.shape} for "
+                               f"{t.name}")
+    return t.shape
+
+
+def _grad_convolution2D(g: Graph, op: Operation, dys):
+    dy = dys[0]
+    x, w = op.input("source"), op.input("weights")
+    d = op.attrs.descriptor
+    return {
+        "source": g.convolution2DDataGradient(dy, w, _static_shape(op.kind, x), d),
+        "weights": g.convolution2DWeightsGradient(dy, x, _static_shape(op.kind, w), d),
+    }
+
+
+def _grad_convolution2DDataGradient(g: Graph, op: Operation, dys):
+    G = dys[0]
+    dy, w = op.input("incomingGradient"), op.input("weights")
+    d = op.attrs.descriptor
+    return {
+        "incomingGradient": g.convolution2D(G, w, d),
+        "weights": g.convolution2DWeightsGradient(dy, G, _static_shape(op.kind, w), d),
+    }
+
+
+def _grad_convolution2DWeightsGradient(g: Graph, op: Operation, dys):
+    G = dys[0]
+    dy, x = op.input("incomingGradient"), op.input("source")
+    d = op.attrs.descriptor
+    return {
+        "incomingGradient": g.convolution2D(x, G, d),
+        "source": g.convolution2DDataGradient(dy, G, _static_shape(op.kind, x), d),
+    }
+
+
+register_op("convolution2D", _infer_convolution2D, _grad_convolution2D)
+register_op("convolution2DDataGradient", _infer_convolution2DDataGradient,
+            _grad_convolution2DDataGradient, value_inputs=("outputShape",))
+register_op("convolution2DWeightsGradient", _infer_convolution2DWeightsGradient,
+            _grad_convolution2DWeightsGradient, value_inputs=("outputShape",))
+
+
+# ---------------------------------------------------------------------------- builders
+def _split_shape(op: str, name, outputShape, outputShapeTensor):
+    from ..errors import GraphError, op_error
+    from ..graph import Tensor
+
+    if outputShapeTensor is not None:
+        if outputShape is not None:
+            raise op_error(GraphError, op, "outputShapeTensor", "only one of outputShape and "
+                           "outputShapeTensor", "both", name)
+        outputShape = outputShapeTensor
+    if outputShape is None:
+        raise op_error(ShapeError, op, "outputShape", "a list of 4 ints or a shape Tensor",
+                       None, name)
+    if isinstance(outputShape, Tensor):
+        return None, outputShape
+    try:
+        shape = tuple(int(s) for s in outputShape)
+        if any(isinstance(s, bool) for s in outputShape):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise op_error(ShapeError, op, "outputShape", "a list of 4 ints or a shape Tensor",
+                       outputShape, name) from None
+    return shape, None
+
+
+class ConvolutionOps:
+    """Graph methods of the convolution family (mixed into `Graph`)."""
+
+    def convolution2D(self, source: Tensor, weights: Tensor,
+                      descriptor: Convolution2DOpDescriptor, *, name: str | None = None
+                      ) -> Tensor:
+        """2-D convolution (cross-correlation, no bias).
+
+        source [N, C, H, W] (NCHW) or [N, H, W, C] (NHWC); weights [O, C/groups, kH, kW]
+        (OIHW) or [kH, kW, C/groups, O] (HWIO); result [N, O, Ho, Wo] in the data layout::
+
+            y[n, o, i, j] = sum_{c < Cg, p < kH, q < kW}
+                x[n, (o // Og) * Cg + c, i*sy - pt + p*ry, j*sx - pl + q*rx] * w[o, c, p, q]
+        """
+        d = Convolution2DOpDescriptor.validated_copy(descriptor, "convolution2D", name)
+        return self._add("convolution2D", [("source", source), ("weights", weights)],
+                         _ConvOpAttrs(d, None), name)[0]
+
+    def convolution2DDataGradient(self, incomingGradient: Tensor, weights: Tensor,
+                                  outputShape: Sequence[int] | Tensor | None = None,
+                                  forwardConvolutionDescriptor: Convolution2DOpDescriptor
+                                  | None = None, *, name: str | None = None,
+                                  outputShapeTensor: Tensor | None = None) -> Tensor:
+        """dL/dsource of convolution2D, given dL/dy (`incomingGradient`, the forward result's
+        shape) and the forward `weights`. `outputShape` is the forward source's shape in the
+        data layout (a list of 4 ints, or a 1-D int32/int64 tensor of 4 elements)."""
+        op = "convolution2DDataGradient"
+        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name)
+        shape, tensor = _split_shape(op, name, outputShape, outputShapeTensor)
+        inputs = [("incomingGradient", incomingGradient), ("weights", weights),
+                  ("outputShape", tensor)]
+        return self._add(op, inputs, _ConvOpAttrs(d, shape), name, optional=("outputShape",))[0]
+
+    def convolution2DWeightsGradient(self, incomingGradient: Tensor, source: Tensor,
+                                     outputShape: Sequence[int] | Tensor | None = None,
+                                     forwardConvolutionDescriptor: Convolution2DOpDescriptor
+                                     | None = None, *, name: str | None = None,
+                                     outputShapeTensor: Tensor | None = None) -> Tensor:
+        """dL/dweights of convolution2D, given dL/dy (`incomingGradient`) and the forward
+        `source`. `outputShape` is the forward WEIGHTS' shape in the weights layout (Apple's
+        page calls it the source shape; see docs/semantics.md), a list or a shape tensor."""
+        op = "convolution2DWeightsGradient"
+        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name)
+        shape, tensor = _split_shape(op, name, outputShape, outputShapeTensor)
+        inputs = [("incomingGradient", incomingGradient), ("source", source),
+                  ("outputShape", tensor)]
+        return self._add(op, inputs, _ConvOpAttrs(d, shape), name, optional=("outputShape",))[0]

@@ -1,0 +1,269 @@
+"""`Executable`: a graph checked and planned once for fixed feed types, replayed by `run`.
+
+Compile = prune to what the targets need, infer every type with static shapes (this is where the
+shape rules check everything), resolve each op's kernel for the device, and plan which slot
+holds which value and when it can be freed. `run` only converts the inputs and replays the
+plan. The one exception is an op whose shape depends on a VALUE not known at compile time (a
+shape tensor that is fed or computed): its rule runs again at run time on that value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import FeedError, GraphError, op_error
+from ..ops._registry import OPS, InferContext
+from ..types import DataType, ShapedType
+from .device import Device, resolve_device
+from .tensor_data import TensorData, _as_numpy
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Operation, Tensor
+
+__all__ = ["Executable", "feed_type"]
+
+
+def feed_type(t: Tensor, value: Any) -> ShapedType:
+    """The ShapedType of a value fed for placeholder `t` (raises FeedError on a bad dtype)."""
+    if isinstance(value, TensorData):
+        return ShapedType(value.shape, value.dataType)
+    if not isinstance(value, np.ndarray):
+        value = _as_numpy(value) if hasattr(value, "__dlpack__") else np.asarray(value)
+    try:
+        dt = DataType.from_numpy(value.dtype)
+    except TypeError:
+        raise op_error(FeedError, "run", f"feeds[{t.name}]", f"{t.dataType!r} data (the "
+                       f"placeholder's dataType)", f"{value.dtype} data") from None
+    return ShapedType(value.shape, dt)
+
+
+def _check_feed_type(t: Tensor, st: ShapedType, where: str) -> None:
+    if t.operation.kind != "placeholder":
+        raise op_error(FeedError, where, f"feeds[{t.name}]", "a placeholder tensor",
+                       f"a tensor made by {t.operation.kind}")
+    if not isinstance(st, ShapedType):
+        raise op_error(FeedError, where, f"feeds[{t.name}]", "a ShapedType", type(st).__name__)
+    if st.dataType != t.dataType:
+        raise op_error(FeedError, where, f"feeds[{t.name}]", f"dataType {t.dataType!r} (the "
+                       "placeholder's; no implicit casts)", st.dataType)
+    if not st.is_static:
+        raise op_error(FeedError, where, f"feeds[{t.name}]", "a static shape (no -1, not "
+                       "unranked)", st.shape)
+    ps = t.shape
+    if ps is not None and (len(ps) != len(st.shape) or any(
+            a != b and a != -1 for a, b in zip(ps, st.shape))):
+        raise op_error(FeedError, where, f"feeds[{t.name}]", f"shape {ps} (the placeholder's)",
+                       st.shape)
+
+
+class _Step:
+    __slots__ = ("op", "kernel", "ins", "outs", "attrs", "dynamic", "free", "n_out", "kind")
+
+    def __init__(self, op, kernel, ins, outs, attrs, dynamic):
+        self.op, self.kernel, self.ins, self.outs = op, kernel, ins, outs
+        self.attrs, self.dynamic, self.kind = attrs, dynamic, op.kind
+        self.n_out = len(outs)
+        self.free: tuple[int, ...] = ()
+
+
+class Executable:
+    """`MPSGraphExecutable`. `feedTensors` (the order `run` takes its inputs in: the insertion
+    order of `feeds` given to `compile`) and `targetTensors` (the order of the results)."""
+
+    def __init__(self, graph: Graph, feeds: Mapping[Tensor, ShapedType],
+                 targetTensors: Sequence[Tensor], targetOperations: Sequence[Operation] | None,
+                 device: Device | str | None = None, *, _prune_feeds: bool = False,
+                 **options: Any):
+        from ..graph import Operation, Tensor
+
+        self.graph = graph
+        self.device = resolve_device(device)
+        self.options = options
+        self._backend = self.device.backend()
+        where = "run" if _prune_feeds else "compile"
+        if not isinstance(feeds, Mapping):
+            raise op_error(FeedError, where, "feeds", "a dict {placeholder: ShapedType}",
+                           type(feeds).__name__)
+        if isinstance(targetTensors, Tensor):
+            targetTensors = [targetTensors]
+        for t in list(feeds) + list(targetTensors):
+            if not isinstance(t, Tensor) or t.graph is not graph:
+                raise op_error(GraphError, where, "targetTensors/feeds", "tensors of this graph",
+                               repr(t))
+        tops = list(targetOperations or [])
+        for o in tops:
+            if not isinstance(o, Operation) or o.graph is not graph:
+                raise op_error(GraphError, where, "targetOperations", "operations of this graph",
+                               repr(o))
+        for t, st in feeds.items():
+            _check_feed_type(t, st, where)
+        self.targetTensors: list[Tensor] = list(dict.fromkeys(targetTensors))
+        self._target_ops = tops
+
+        # prune: the ops the targets need, in build (= topological) order
+        needed: set[int] = set()
+        stack = [t.operation for t in self.targetTensors] + tops
+        while stack:
+            op = stack.pop()
+            if op.id in needed:
+                continue
+            needed.add(op.id)
+            if op.kind == "placeholder" and op.outputTensors[0] in feeds:
+                continue
+            stack.extend(t.operation for t in op.inputTensors)
+        order = [op for op in graph._ops if op.id in needed]
+        fed = [t for t in feeds if t.operation.id in needed or not _prune_feeds]
+        self.feedTensors: list[Tensor] = fed if _prune_feeds else list(feeds)
+        for op in order:
+            if op.kind == "placeholder" and op.outputTensors[0] not in feeds:
+                t = op.outputTensors[0]
+                raise op_error(FeedError, where, "feeds", f"a value for placeholder {t.name} "
+                               f"(shape {t.shape}, {t.dataType!r}), which the targets need",
+                               "none")
+        self._plan(order, feeds)
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:
+        slot_of: dict[Tensor, int] = {}
+        types: dict[Tensor, ShapedType | None] = {}
+        be = self._backend
+        self._consts: list[tuple[int, Any]] = []
+        self._vars: list[tuple[int, Operation]] = []
+        self._out_types: dict[int, DataType] = {}
+        steps: list[_Step] = []
+        assigns: list[tuple[Operation, int]] = []
+
+        def new_slot(t: Tensor) -> int:
+            slot_of[t] = len(slot_of)
+            return slot_of[t]
+
+        self._feed_slots = []
+        for t in self.feedTensors:
+            if t.operation.kind == "placeholder":
+                self._feed_slots.append((new_slot(t), feeds[t]))
+                types[t] = feeds[t]
+        for op in order:
+            kind = op.kind
+            if kind == "placeholder":
+                continue
+            if kind in ("constant", "variable"):
+                t = op.outputTensors[0]
+                s = new_slot(t)
+                types[t] = t.shapedType
+                if kind == "constant":
+                    self._consts.append((s, be.from_numpy(op.attrs)))
+                else:
+                    self._vars.append((s, op))
+                continue
+            in_types = [types[t] if t is not None else None for t in op.inputs]
+            opdef = OPS[kind]
+            dynamic = any(ty is not None and not ty.is_static for ty in in_types)
+            values = []
+            for n, t in zip(op.input_names, op.inputs):
+                v = None
+                if t is not None and n in opdef.value_inputs:
+                    if t.operation.kind == "constant":
+                        v = t.operation.attrs
+                    else:
+                        dynamic = True
+                values.append(v)
+            if dynamic:
+                out_types, kattrs = [t.shapedType for t in op.outputTensors], None
+            else:
+                ctx = InferContext(kind, op.name, op.attrs, op.input_names, in_types, values,
+                                   static=True)
+                out_types, kattrs = opdef.infer(ctx)
+            ins = tuple(slot_of[t] if t is not None else -1 for t in op.inputs)
+            outs = tuple(new_slot(t) for t in op.outputTensors)
+            for t, ty in zip(op.outputTensors, out_types):
+                types[t] = ty
+            if kind == "assign":
+                if op in self._target_ops:
+                    assigns.append((op, ins[1]))
+                continue
+            kernel = be.kernel(kind)
+            steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic))
+        self._assigns = assigns
+        self._types = types
+        self._target_slots = [slot_of[t] for t in self.targetTensors]
+        # free each slot after its last use (targets and assigned values are kept)
+        keep = set(self._target_slots) | {s for _, s in assigns}
+        last: dict[int, int] = {}
+        for i, st in enumerate(steps):
+            for s in st.ins:
+                if s >= 0:
+                    last[s] = i
+        frees: dict[int, list[int]] = {}
+        for s, i in last.items():
+            if s not in keep:
+                frees.setdefault(i, []).append(s)
+        for i, st in enumerate(steps):
+            st.free = tuple(frees.get(i, ()))
+        self._steps = steps
+        self._nslots = len(slot_of)
+        self._target_dtypes = [t.dataType for t in self.targetTensors]
+
+    # ------------------------------------------------------------------ running
+    def run(self, inputs: Sequence[Any] = ()) -> list[TensorData]:
+        """Run on one value per `feedTensors` entry (NumPy arrays, TensorData or DLPack
+        arrays, each with exactly the compiled shape and dataType); returns a list of
+        TensorData in `targetTensors` order."""
+        if len(inputs) != len(self._feed_slots):
+            raise op_error(FeedError, "Executable.run", "inputs", f"{len(self._feed_slots)} "
+                           "values, in feedTensors order", f"{len(inputs)} values")
+        be = self._backend
+        slots: list[Any] = [None] * self._nslots
+        for (s, st), value, t in zip(self._feed_slots, inputs, self.feedTensors):
+            slots[s] = be.convert_feed(value, st, t.name)
+        for s, arr in self._consts:
+            slots[s] = arr
+        for s, op in self._vars:
+            slots[s] = self._variable_value(op)
+        for step in self._steps:
+            args = [slots[i] if i >= 0 else None for i in step.ins]
+            attrs = step.attrs if not step.dynamic else self._runtime_attrs(step, args)
+            res = step.kernel(*args, attrs)
+            if step.n_out == 1:
+                slots[step.outs[0]] = res
+            else:
+                for s, r in zip(step.outs, res):
+                    slots[s] = r
+            for s in step.free:
+                slots[s] = None
+        dev = self.device
+        out = [TensorData._wrap(slots[s], dt, dev)
+               for s, dt in zip(self._target_slots, self._target_dtypes)]
+        for op, s in self._assigns:
+            self.graph._variable_storage[op.inputs[0].operation][dev.key] = be.copy(slots[s])
+        return out
+
+    def _variable_value(self, op: Operation) -> Any:
+        store = self.graph._variable_storage[op]
+        key = self.device.key
+        if key not in store:
+            store[key] = self._backend.from_numpy(op.attrs)
+        return store[key]
+
+    def _runtime_attrs(self, step: _Step, args: list[Any]) -> Any:
+        """Shape rule at run time, for an op whose shapes depend on values or dynamic dims."""
+        op = step.op
+        opdef = OPS[op.kind]
+        be = self._backend
+        in_types, values = [], []
+        for n, t, a in zip(op.input_names, op.inputs, args):
+            if t is None:
+                in_types.append(None)
+                values.append(None)
+                continue
+            in_types.append(ShapedType(list(a.shape), t.dataType))
+            values.append(be.to_numpy(a) if n in opdef.value_inputs else None)
+        ctx = InferContext(op.kind, op.name, op.attrs, op.input_names, in_types, values,
+                           static=True)
+        return opdef.infer(ctx)[1]
+
+    def __repr__(self) -> str:
+        return (f"<Executable feeds={[t.name for t in self.feedTensors]} targets="
+                f"{[t.name for t in self.targetTensors]} device={self.device}>")

@@ -1,0 +1,196 @@
+"""Data types, shaped types and the enums of MPSGraph, with Swift's case names and raw values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "DataType",
+    "ShapedType",
+    "PaddingStyle",
+    "TensorNamedDataLayout",
+    "RNNActivation",
+    "LossReductionType",
+]
+
+
+class DataType(IntEnum):
+    """`MPSDataType`: a width in the low bits plus flag bits (values from MPSCoreTypes.h)."""
+
+    invalid = 0
+    float32 = 0x10000020
+    float16 = 0x10000010
+    bFloat16 = 0x90000010
+    complexFloat32 = 0x11000040
+    complexFloat16 = 0x11000020
+    int8 = 0x20000008
+    int16 = 0x20000010
+    int32 = 0x20000020
+    int64 = 0x20000040
+    uInt8 = 8
+    uInt16 = 16
+    uInt32 = 32
+    uInt64 = 64
+    bool = 0x80000008
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The NumPy dtype that stores this type (`ml_dtypes.bfloat16` for bFloat16)."""
+        try:
+            return _NUMPY[self]
+        except KeyError:
+            raise TypeError(f"DataType.{self.name} has no NumPy representation") from None
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy_dtype.itemsize
+
+    @property
+    def is_floating(self) -> bool:
+        return self in (DataType.float32, DataType.float16, DataType.bFloat16)
+
+    @classmethod
+    def from_numpy(cls, dtype: np.dtype | type) -> DataType:
+        """The DataType for a NumPy dtype; raises TypeError for one MPSGraph has no type for."""
+        dt = np.dtype(dtype)
+        for member, nd in _NUMPY.items():
+            if nd == dt:
+                return member
+        raise TypeError(f"no MPSGraph DataType for NumPy dtype {dt}")
+
+    def __repr__(self) -> str:
+        return f"DataType.{self.name}"
+
+    __str__ = __repr__
+
+
+_NUMPY: dict[DataType, np.dtype] = {
+    DataType.float32: np.dtype(np.float32),
+    DataType.float16: np.dtype(np.float16),
+    DataType.bFloat16: np.dtype(ml_dtypes.bfloat16),
+    DataType.complexFloat32: np.dtype(np.complex64),
+    DataType.int8: np.dtype(np.int8),
+    DataType.int16: np.dtype(np.int16),
+    DataType.int32: np.dtype(np.int32),
+    DataType.int64: np.dtype(np.int64),
+    DataType.uInt8: np.dtype(np.uint8),
+    DataType.uInt16: np.dtype(np.uint16),
+    DataType.uInt32: np.dtype(np.uint32),
+    DataType.uInt64: np.dtype(np.uint64),
+    DataType.bool: np.dtype(np.bool_),
+}
+
+FLOATING = (DataType.float32, DataType.float16, DataType.bFloat16)
+
+
+def _norm_shape(shape: Sequence[int] | None) -> tuple[int, ...] | None:
+    if shape is None:
+        return None
+    out = []
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"shape entries must be ints, got {d!r} in {list(shape)!r}")
+        d = int(d)
+        if d < -1:
+            raise ValueError(f"shape entries must be >= 0 or -1 (dynamic), got {d} in {list(shape)}")
+        out.append(d)
+    return tuple(out)
+
+
+class ShapedType:
+    """`MPSGraphShapedType`: a shape (list of ints, -1 dynamic, or None unranked) and a DataType."""
+
+    __slots__ = ("_shape", "dataType")
+
+    def __init__(self, shape: Sequence[int] | None = None, dataType: DataType = DataType.float32):
+        self._shape = _norm_shape(shape)
+        self.dataType = DataType(dataType)
+
+    @property
+    def shape(self) -> list[int] | None:
+        return None if self._shape is None else list(self._shape)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self._shape is None else len(self._shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self._shape is not None and all(d >= 0 for d in self._shape)
+
+    def isEqual(self, other: object) -> bool:
+        return (
+            isinstance(other, ShapedType)
+            and self._shape == other._shape
+            and self.dataType == other.dataType
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return self.isEqual(other)
+
+    def __hash__(self) -> int:
+        return hash((self._shape, self.dataType))
+
+    def __repr__(self) -> str:
+        return f"ShapedType(shape={self.shape}, dataType={self.dataType!r})"
+
+
+class PaddingStyle(IntEnum):
+    """`MPSGraphPaddingStyle`. The case names are authoritative (Apple's one-line descriptions
+    are shifted by one case)."""
+
+    explicit = 0
+    TF_VALID = 1
+    TF_SAME = 2
+    explicitOffset = 3
+    ONNX_SAME_LOWER = 4
+
+    def __repr__(self) -> str:
+        return f"PaddingStyle.{self.name}"
+
+
+class TensorNamedDataLayout(IntEnum):
+    """`MPSGraphTensorNamedDataLayout` (values from MPSGraphCore.h)."""
+
+    NCHW = 0
+    NHWC = 1
+    OIHW = 2
+    HWIO = 3
+    CHW = 4
+    HWC = 5
+    HW = 6
+    NCDHW = 7
+    NDHWC = 8
+    OIDHW = 9
+    DHWIO = 10
+
+    def __repr__(self) -> str:
+        return f"TensorNamedDataLayout.{self.name}"
+
+
+class RNNActivation(IntEnum):
+    """`MPSGraphRNNActivation`. hardSigmoid is clip(0.2 a + 0.5, 0, 1) (see docs/semantics.md)."""
+
+    none = 0
+    relu = 1
+    tanh = 2
+    sigmoid = 3
+    hardSigmoid = 4
+
+    def __repr__(self) -> str:
+        return f"RNNActivation.{self.name}"
+
+
+class LossReductionType(IntEnum):
+    """`MPSGraphLossReductionType`."""
+
+    none = 0
+    sum = 1
+    mean = 2
+
+    def __repr__(self) -> str:
+        return f"LossReductionType.{self.name}"

@@ -1,0 +1,32 @@
+"""Shared test fixtures: the device under test (MPSGRAPH_TEST_DEVICES, default: every available
+one of cpu / torch-cpu / cuda) and the gpu marker's skip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng(request):
+    """A fresh generator per test, seeded from the test's id (reproducible, different per case)."""
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
