@@ -1,0 +1,248 @@
+"""`python -m mpsgraph check`: a built-in sweep that lets a user trust an install.
+
+Every option of every op runs on the chosen device and is compared with a float64 reference
+written as plain loops over the definitions (below, independent of the kernels), and the
+gradient ops are compared with central finite differences of the forward op. Prints a table
+(op, options covered, max relative error, PASS/FAIL).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .descriptors import Convolution2DOpDescriptor
+from .graph import Graph
+from .runtime.device import Device
+from .types import DataType, PaddingStyle, ShapedType
+from .types import TensorNamedDataLayout as L
+
+# ----------------------------------------------------------------------------- f64 references
+# Plain loops over the definitions (docs/semantics.md), NCHW data and OIHW weights, float64.
+
+
+def _pads_1d(style: PaddingStyle, size: int, k: int, s: int, r: int, before: int, after: int):
+    k_eff = r * (k - 1) + 1
+    if style in (PaddingStyle.explicit, PaddingStyle.TF_VALID):
+        if style == PaddingStyle.TF_VALID:
+            before = after = 0
+        return (size + before + after - k_eff) // s + 1, before
+    out = (size + s - 1) // s
+    total = max((out - 1) * s + k_eff - size, 0)
+    small = total // 2
+    return out, (small if style == PaddingStyle.TF_SAME else total - small)
+
+
+def ref_conv(x, w, sy, sx, ry, rx, pt, pl, groups, ho, wo):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    y = np.zeros((n, o, ho, wo))
+    for oc in range(o):
+        c0 = (oc // og) * cg
+        for i in range(ho):
+            for j in range(wo):
+                for p in range(kh):
+                    for q in range(kw):
+                        hh, ww = i * sy - pt + p * ry, j * sx - pl + q * rx
+                        if 0 <= hh < h and 0 <= ww < wd:
+                            y[:, oc, i, j] += x[:, c0:c0 + cg, hh, ww] @ w[oc, :, p, q]
+    return y
+
+
+def ref_conv_data_grad(dy, w, x_shape, sy, sx, ry, rx, pt, pl, groups):
+    n, c, h, wd = x_shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    dx = np.zeros(x_shape)
+    for oc in range(o):
+        c0 = (oc // og) * cg
+        for i in range(dy.shape[2]):
+            for j in range(dy.shape[3]):
+                for p in range(kh):
+                    for q in range(kw):
+                        hh, ww = i * sy - pt + p * ry, j * sx - pl + q * rx
+                        if 0 <= hh < h and 0 <= ww < wd:
+                            dx[:, c0:c0 + cg, hh, ww] += np.outer(dy[:, oc, i, j], w[oc, :, p, q])
+    return dx
+
+
+def ref_conv_weights_grad(dy, x, w_shape, sy, sx, ry, rx, pt, pl, groups):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w_shape
+    og = o // groups
+    dw = np.zeros(w_shape)
+    for oc in range(o):
+        c0 = (oc // og) * cg
+        for i in range(dy.shape[2]):
+            for j in range(dy.shape[3]):
+                for p in range(kh):
+                    for q in range(kw):
+                        hh, ww = i * sy - pt + p * ry, j * sx - pl + q * rx
+                        if 0 <= hh < h and 0 <= ww < wd:
+                            dw[oc, :, p, q] += dy[:, oc, i, j] @ x[:, c0:c0 + cg, hh, ww]
+    return dw
+
+
+# ----------------------------------------------------------------------------- sweep machinery
+@dataclass
+class Row:
+    op: str
+    options: str
+    cases: int = 0
+    max_err: float = 0.0
+    tol: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, err: float, label: str) -> None:
+        self.cases += 1
+        if not np.isfinite(err) or err > self.tol:
+            self.failures.append(f"{label}: {err:.2e}")
+        self.max_err = max(self.max_err, err) if np.isfinite(err) else float("inf")
+
+    @property
+    def ok(self) -> bool:
+        return self.cases > 0 and not self.failures
+
+
+def _rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    if want.size == 0:
+        return 0.0 if got.shape == want.shape else float("inf")
+    scale = max(1.0, float(np.max(np.abs(want))))
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+
+
+_TOL = {DataType.float32: 1e-5, DataType.float16: 4e-3, DataType.bFloat16: 3e-2}
+
+
+class _ConvCase:
+    def __init__(self, rng, style, dl, wl, s, r, groups, c, o, dtype=DataType.float32):
+        self.d = Convolution2DOpDescriptor(
+            strideInX=s, strideInY=s, dilationRateInX=r, dilationRateInY=r, groups=groups,
+            paddingLeft=2, paddingRight=1, paddingTop=1, paddingBottom=0, paddingStyle=style,
+            dataLayout=dl, weightsLayout=wl)
+        self.dtype, self.groups = dtype, groups
+        h, wd, kh, kw = 7, 6, 3, 2
+        npdt = dtype.numpy_dtype
+        rnd = lambda *s_: rng.standard_normal(s_).astype(npdt).astype(np.float64)  # noqa: E731
+        self.x, self.w = rnd(2, c, h, wd), rnd(o, c // groups, kh, kw)
+        self.ho, self.pt = _pads_1d(style, h, kh, s, r, 1, 0)
+        self.wo, self.pl = _pads_1d(style, wd, kw, s, r, 2, 1)
+        self.dy = rnd(2, o, self.ho, self.wo)
+        self.geo = (s, s, r, r, self.pt, self.pl, groups)
+
+    def data(self, a):
+        return a.transpose(0, 2, 3, 1) if self.d.dataLayout == L.NHWC else a
+
+    def undata(self, a):
+        return a.transpose(0, 3, 1, 2) if self.d.dataLayout == L.NHWC else a
+
+    def weights(self, a):
+        return a.transpose(2, 3, 1, 0) if self.d.weightsLayout == L.HWIO else a
+
+    def unweights(self, a):
+        return a.transpose(3, 2, 0, 1) if self.d.weightsLayout == L.HWIO else a
+
+    def compile(self, device):
+        g = Graph()
+        dt, npdt = self.dtype, self.dtype.numpy_dtype
+        xs, ws, dys = self.data(self.x), self.weights(self.w), self.data(self.dy)
+        x, w, dy = (g.placeholder(list(a.shape), dt) for a in (xs, ws, dys))
+        outs = [g.convolution2D(x, w, self.d),
+                g.convolution2DDataGradient(dy, w, list(xs.shape), self.d),
+                g.convolution2DWeightsGradient(dy, x, list(ws.shape), self.d)]
+        feeds = {t: ShapedType(list(a.shape), dt) for t, a in ((x, xs), (w, ws), (dy, dys))}
+        exe = g.compile(feeds, outs, device=device)
+
+        def run(xc, wc, dyc):
+            r = exe.run([self.data(xc).astype(npdt), self.weights(wc).astype(npdt),
+                         self.data(dyc).astype(npdt)])
+            return (self.undata(r[0].numpy().astype(np.float64)),
+                    self.undata(r[1].numpy().astype(np.float64)),
+                    self.unweights(r[2].numpy().astype(np.float64)))
+
+        return run
+
+
+def conv_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """Every padding style x data layout x weights layout x stride x dilation x groups."""
+    styles = [PaddingStyle.explicit, PaddingStyle.TF_VALID, PaddingStyle.TF_SAME,
+              PaddingStyle.ONNX_SAME_LOWER]
+    groups = [(1, 4, 6), (2, 4, 6), (4, 4, 8)]  # (groups, C, O): plain, grouped, depthwise x2
+    combos = "NCHW/NHWC x OIHW/HWIO x stride 1,2 x dilation 1,2 x groups 1,2,depthwise"
+    names = ("convolution2D", "convolution2DDataGradient", "convolution2DWeightsGradient")
+    for style in styles:
+        rows = [Row(n, f"{style.name}: {combos}", tol=_TOL[DataType.float32]) for n in names]
+        fd = [Row(n, f"{style.name}: finite differences of convolution2D", tol=1e-4)
+              for n in names[1:]]
+        for dl, wl, s, r, (gr, c, o) in itertools.product(
+                (L.NCHW, L.NHWC), (L.OIHW, L.HWIO), (1, 2), (1, 2), groups):
+            case = _ConvCase(rng, style, dl, wl, s, r, gr, c, o)
+            label = f"{dl.name}/{wl.name} s{s} r{r} g{gr}"
+            run = case.compile(device)
+            got = run(case.x, case.w, case.dy)
+            want = (ref_conv(case.x, case.w, *case.geo, case.ho, case.wo),
+                    ref_conv_data_grad(case.dy, case.w, case.x.shape, *case.geo),
+                    ref_conv_weights_grad(case.dy, case.x, case.w.shape, *case.geo))
+            for row, a, b in zip(rows, got, want):
+                row.add(_rel_err(a, b), label)
+            # <dy, J v> by central differences of the forward (linear: step 1 is exact)
+            for row, arg in zip(fd, (0, 1)):
+                v = rng.standard_normal(case.x.shape if arg == 0 else case.w.shape)
+                xp, wp = (case.x + v, case.w) if arg == 0 else (case.x, case.w + v)
+                xm, wm = (case.x - v, case.w) if arg == 0 else (case.x, case.w - v)
+                num = np.vdot(case.dy, (run(xp, wp, case.dy)[0] - run(xm, wm, case.dy)[0]) / 2)
+                ana = np.vdot(got[1] if arg == 0 else got[2], v)
+                scale = float(np.vdot(np.abs(case.dy), np.abs(run(np.abs(xp), np.abs(wp),
+                                                                   case.dy)[0]))) + 1.0
+                row.add(abs(num - ana) / scale, label)
+        yield from rows
+        yield from fd
+    for dt in (DataType.float16, DataType.bFloat16):
+        rows = [Row(n, f"{dt.name}: TF_SAME, NCHW/NHWC, stride 1,2, groups 1,2,depthwise "
+                    "(f32 accumulate, rounded once)", tol=_TOL[dt]) for n in names]
+        for dl, s, (gr, c, o) in itertools.product((L.NCHW, L.NHWC), (1, 2), groups):
+            case = _ConvCase(rng, PaddingStyle.TF_SAME, dl, L.OIHW, s, 1, gr, c, o, dt)
+            got = case.compile(device)(case.x, case.w, case.dy)
+            want = (ref_conv(case.x, case.w, *case.geo, case.ho, case.wo),
+                    ref_conv_data_grad(case.dy, case.w, case.x.shape, *case.geo),
+                    ref_conv_weights_grad(case.dy, case.x, case.w.shape, *case.geo))
+            for row, a, b in zip(rows, got, want):
+                row.add(_rel_err(a, b), f"{dl.name} s{s} g{gr}")
+        yield from rows
+
+
+SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
+    "convolution": conv_sweep,
+}
+
+
+def run_check(device: Device, suites: list[str] | None = None, seed: int = 0,
+              verbose: bool = False, out=print) -> int:
+    """Run the sweeps, print the table; returns the process exit status (1 on any FAIL)."""
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    out(f"mpsgraph check on Device({device.key!r}) (seed {seed})\n")
+    header = f"| {'op':<30} | {'options covered':<96} | {'cases':>5} | {'max rel err':>11} | " \
+             f"{'tol':>7} | result |"
+    out(header)
+    out("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    failed = 0
+    for name in suites or list(SUITES):
+        for row in SUITES[name](device, rng):
+            res = "PASS" if row.ok else "FAIL"
+            failed += not row.ok
+            out(f"| {row.op:<30} | {row.options:<96} | {row.cases:>5} | {row.max_err:>11.2e} | "
+                f"{row.tol:>7.0e} | {res:<6} |")
+            if row.failures and verbose:
+                for f in row.failures:
+                    out(f"    FAIL {f}")
+            elif row.failures:
+                out(f"    FAIL {row.failures[0]} (and {len(row.failures) - 1} more; -v lists)")
+    out(f"\n{'all PASS' if not failed else f'{failed} rows FAIL'} "
+        f"({time.perf_counter() - t0:.1f} s)")
+    return 1 if failed else 0
