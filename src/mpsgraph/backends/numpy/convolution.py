@@ -20,6 +20,7 @@ and rounded once at the end.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
@@ -63,6 +64,15 @@ def _padded(x_nhwc: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
 def _tap(xp: np.ndarray, p: int, q: int, ho: int, wo: int, a: Conv2DAttrs) -> np.ndarray:
     (sy, sx), (ry, rx) = a.stride, a.dilation
     return xp[:, p * ry: p * ry + sy * (ho - 1) + 1: sy, q * rx: q * rx + sx * (wo - 1) + 1: sx]
+
+
+def _taps(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, stride, dilation) -> np.ndarray:
+    """Every tap as a zero-copy view: [N, Ho, Wo, kH, kW, C] (overlapping strides)."""
+    n, _, _, c = xp.shape
+    sn, sh, sw, sc = xp.strides
+    (sy, sx), (ry, rx) = stride, dilation
+    return as_strided(xp, (n, ho, wo, kh, kw, c), (sn, sy * sh, sx * sw, ry * sh, rx * sw, sc),
+                      writeable=False)
 
 
 def _im2col(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, g: int, a: Conv2DAttrs
@@ -141,15 +151,13 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
     ho, wo = _out_hw(a)
     xp = _padded(x_nhwc, a, wd)
     hp = xp.shape[1]
-    if g > 1 and cg == 1:  # depthwise: multiply-accumulate per tap
+    if g > 1 and cg == 1:  # depthwise: one multiply-accumulate over zero-copy tap views
         wt = np.asarray(w_hwio, dtype=wd).reshape(kh, kw, g, og)
-        y = np.zeros((n, ho, wo, g, og), wd)
-        tmp = np.empty_like(y)
-        for p in range(kh):
-            for q in range(kw):
-                np.multiply(_tap(xp, p, q, ho, wo, a)[..., None], wt[p, q], out=tmp)
-                y += tmp
-        y = y.reshape(n, ho, wo, o)
+        v = _taps(xp, kh, kw, ho, wo, a.stride, a.dilation)
+        if og == 1:
+            y = np.einsum("pqc,nhwpqc->nhwc", wt[..., 0], v)
+        else:
+            y = np.einsum("pqcm,nhwpqc->nhwcm", wt, v).reshape(n, ho, wo, o)
     elif a.stride[0] == 1:  # row im2col; tap rows are shifted blocks of the flat grid
         r, step = n * hp * wo, a.dilation[0] * wo
         rg = r - (kh - 1) * step
@@ -186,17 +194,21 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
     c = g * cg
     pt, pb, pl, pr = a.pads
     hp, wp = h + pt + pb, wdt + pl + pr
-    dxp = np.zeros((n, hp, wp, c), wd)
-    if g > 1 and cg == 1:  # depthwise
-        wt = np.asarray(w_hwio, dtype=wd).reshape(kh, kw, g, og)
-        dy5 = np.asarray(dy_nhwc, dtype=wd).reshape(n, ho, wo, g, og)
-        for p in range(kh):
-            for q in range(kw):
-                tap = _tap(dxp, p, q, ho, wo, a)
-                if og == 1:
-                    tap += dy5[..., 0] * wt[p, q, :, 0]
-                else:
-                    tap += np.einsum("nhwgm,gm->nhwg", dy5, wt[p, q])
+    dxp = (np.empty if g > 1 and cg == 1 else np.zeros)((n, hp, wp, c), wd)
+    if g > 1 and cg == 1:
+        # depthwise: the adjoint is a correlation of dy (dilated by the strides, zero-padded by
+        # the dilated kernel extent) with the flipped kernel, over zero-copy tap views
+        (sy, sx), (ry, rx) = a.stride, a.dilation
+        ey, ex = (kh - 1) * ry, (kw - 1) * rx
+        dyp = np.zeros((n, hp + ey, wp + ex, g, og), wd)
+        dyp[:, ey: ey + sy * (ho - 1) + 1: sy, ex: ex + sx * (wo - 1) + 1: sx] = dy_nhwc.reshape(
+            n, ho, wo, g, og)
+        wf = np.asarray(w_hwio[::-1, ::-1], dtype=wd).reshape(kh, kw, g, og)
+        v = _taps(dyp.reshape(n, hp + ey, wp + ex, o), kh, kw, hp, wp, (1, 1), a.dilation)
+        if og == 1:
+            np.einsum("pqc,nhwpqc->nhwc", wf[..., 0], v, out=dxp)
+        else:
+            np.einsum("pqcm,nhwpqcm->nhwc", wf, v.reshape(n, hp, wp, kh, kw, g, og), out=dxp)
     elif a.stride[0] == 1:  # adjoint of the forward's row im2col
         r, step = n * hp * wo, a.dilation[0] * wo
         rg = r - (kh - 1) * step
@@ -241,14 +253,13 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
         _, cg, kh, kw = a.out_shape
     xp = _padded(x_nhwc, a, wd)
     hp = xp.shape[1]
-    if g > 1 and cg == 1:  # depthwise: per tap, a reduction over n, h, w
+    if g > 1 and cg == 1:  # depthwise: one reduction over n, h, w of zero-copy tap views
         dy5 = np.asarray(dy_nhwc, dtype=wd).reshape(n, ho, wo, g, og)
-        dw = np.empty((kh, kw, 1, g, og), wd)
-        for p in range(kh):
-            for q in range(kw):
-                tap = _tap(xp, p, q, ho, wo, a)
-                dw[p, q, 0] = np.einsum("nhwg,nhwgm->gm", tap, dy5)
-        dw = dw.reshape(kh, kw, 1, o)
+        v = _taps(xp, kh, kw, ho, wo, a.stride, a.dilation)
+        if og == 1:
+            dw = np.einsum("nhwpqc,nhwc->pqc", v, dy5[..., 0]).reshape(kh, kw, 1, o)
+        else:
+            dw = np.einsum("nhwpqc,nhwcm->pqcm", v, dy5).reshape(kh, kw, 1, o)
     elif a.stride[0] == 1:  # per tap row p: dW_p = rowcol(shifted by p)^T @ dy on the grid
         r, step = n * hp * wo, a.dilation[0] * wo
         rg = r - (kh - 1) * step
