@@ -7,7 +7,11 @@ op that already exists.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
 
 from .errors import DescriptorError, op_error
 from .types import PaddingStyle, RNNActivation, TensorNamedDataLayout
@@ -15,11 +19,27 @@ from .types import PaddingStyle, RNNActivation, TensorNamedDataLayout
 __all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor"]
 
 
-def _check_int(op: str, name: str | None, prop: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise op_error(DescriptorError, op, f"descriptor.{prop}", f"an int >= {minimum}", value,
-                       name)
-    return value
+def _check_int(op: str, name: str | None, prop: str, value: object, minimum: int,
+               argument: str = "descriptor") -> int:
+    """An integer property (Python or NumPy int, not bool) >= minimum, as a plain int."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
+            or value < minimum):
+        raise op_error(DescriptorError, op, f"{argument}.{prop}", f"an int >= {minimum}",
+                       repr(value) if isinstance(value, str) else value, name)
+    return int(value)
+
+
+def _check_enum(op: str, name: str | None, prop: str, value: object, enum: type[IntEnum],
+                allowed: tuple[IntEnum, ...], expected: str, argument: str = "descriptor"
+                ) -> IntEnum:
+    """An enum property given as the enum member or its int value (not bool, not a str)."""
+    is_int = not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
+    if is_int and int(value) in {int(a) for a in allowed}:
+        return enum(int(value))
+    given = repr(value) if isinstance(value, str) else value
+    if is_int and int(value) in enum._value2member_map_:
+        given = repr(enum(int(value)))
+    raise op_error(DescriptorError, op, f"{argument}.{prop}", expected, given, name)
 
 
 @dataclass
@@ -53,33 +73,32 @@ class Convolution2DOpDescriptor:
         self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
         self.paddingStyle = PaddingStyle.explicit
 
-    def validated_copy(self, op: str, name: str | None) -> Convolution2DOpDescriptor:
-        """A private, checked copy for an op (raises DescriptorError naming op and property)."""
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> Convolution2DOpDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op, `name` and
+        `argument.property`). Call it on the class (`Convolution2DOpDescriptor.validated_copy(
+        d, ...)`) so that a `d` of the wrong type or None is reported too. Integer properties
+        may be Python or NumPy ints (not bools) and are stored as ints; enum properties may
+        be the enum member or its raw value."""
         if not isinstance(self, Convolution2DOpDescriptor):
-            raise op_error(DescriptorError, op, "descriptor", "a Convolution2DOpDescriptor",
+            raise op_error(DescriptorError, op, argument, "a Convolution2DOpDescriptor",
                            type(self).__name__, name)
         d = dataclasses.replace(self)
         for prop in ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY", "groups"):
-            _check_int(op, name, prop, getattr(d, prop), 1)
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
         for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
-            _check_int(op, name, prop, getattr(d, prop), 0)
-        try:
-            d.paddingStyle = PaddingStyle(d.paddingStyle)
-        except ValueError:
-            raise op_error(DescriptorError, op, "descriptor.paddingStyle", "a PaddingStyle",
-                           d.paddingStyle, name) from None
-        if d.paddingStyle == PaddingStyle.explicitOffset:
-            raise op_error(DescriptorError, op, "descriptor.paddingStyle",
-                           "explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
-                           "applies only to stencil ops)", "PaddingStyle.explicitOffset", name)
-        if not isinstance(d.dataLayout, int) or d.dataLayout not in (0, 1):
-            raise op_error(DescriptorError, op, "descriptor.dataLayout", "NCHW or NHWC",
-                           d.dataLayout, name)
-        if not isinstance(d.weightsLayout, int) or d.weightsLayout not in (2, 3):
-            raise op_error(DescriptorError, op, "descriptor.weightsLayout", "OIHW or HWIO",
-                           d.weightsLayout, name)
-        d.dataLayout = TensorNamedDataLayout(d.dataLayout)
-        d.weightsLayout = TensorNamedDataLayout(d.weightsLayout)
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+        P, L = PaddingStyle, TensorNamedDataLayout
+        d.paddingStyle = _check_enum(
+            op, name, "paddingStyle", d.paddingStyle, P,
+            (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
+            "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
+            "applies only to stencil ops)", argument)
+        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
+                                   "TensorNamedDataLayout.NCHW or NHWC", argument)
+        d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
+                                      (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
+                                      argument)
         return d
 
 

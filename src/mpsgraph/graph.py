@@ -87,9 +87,41 @@ class Operation:
         return f"<Operation {self.kind} {self.name or self.id}>"
 
 
+def _feedable_type(op: str, name: str | None, dataType: Any) -> DataType:
+    """`dataType` as a DataType that has a NumPy representation, else DataTypeError."""
+    try:
+        if isinstance(dataType, (bool, np.bool_)):
+            raise ValueError
+        dt = DataType(dataType)
+        dt.numpy_dtype  # noqa: B018 - raises TypeError for types without data
+    except (ValueError, TypeError):
+        raise op_error(DataTypeError, op, "dataType", "a DataType with a NumPy representation",
+                       repr(dataType) if isinstance(dataType, str) else dataType,
+                       name) from None
+    return dt
+
+
+def _static_shape_arg(op: str, name: str | None, shape: Any) -> list[int]:
+    """A user `shape` argument that must be static: a sequence of ints >= 0."""
+    ok = not isinstance(shape, (str, bytes)) and hasattr(shape, "__iter__")
+    if ok:
+        shape = list(shape)
+        ok = all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))
+                 and s >= 0 for s in shape)
+    if not ok:
+        raise op_error(ShapeError, op, "shape", "a static shape (a list of ints >= 0)", shape,
+                       name)
+    return [int(s) for s in shape]
+
+
 def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int] | None,
                       dataType: DataType | None) -> np.ndarray:
-    """The data of constant/variable: bytes, a NumPy array, a nested sequence or a scalar."""
+    """The data of constant/variable: bytes, a NumPy array, a nested sequence or a scalar.
+
+    bytes need `shape` and `dataType` and exactly prod(shape) * itemsize bytes (little-endian,
+    row-major); an array or sequence is reshaped to a given `shape` of the same element count;
+    a scalar with a `shape` fills it, without one it is a scalar of shape []. The values are
+    cast to `dataType` (an explicit request)."""
     if dataType is None:
         if isinstance(value, np.ndarray):
             try:
@@ -99,40 +131,55 @@ def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int
                                "value)", f"None with a {value.dtype} array", name) from None
         else:
             raise op_error(DataTypeError, op, "dataType", "a DataType", None, name)
-    try:
-        dataType = DataType(dataType)
-        npdt = dataType.numpy_dtype
-    except (ValueError, TypeError):
-        raise op_error(DataTypeError, op, "dataType", "a DataType with a NumPy representation",
-                       dataType, name) from None
+    dataType = _feedable_type(op, name, dataType)
+    npdt = dataType.numpy_dtype
     if shape is not None:
-        shape = [int(s) for s in shape]
-        if any(s < 0 for s in shape):
-            raise op_error(ShapeError, op, "shape", "a static shape (no -1)", shape, name)
+        shape = _static_shape_arg(op, name, shape)
     if isinstance(value, (bytes, bytearray, memoryview)):
         if shape is None:
             raise op_error(ShapeError, op, "shape", "a shape for bytes data", None, name)
         want = int(np.prod(shape, dtype=np.int64)) * npdt.itemsize
-        if len(value) != want:
+        nbytes = memoryview(value).nbytes
+        if nbytes != want:
             raise op_error(ShapeError, op, "data", f"{want} bytes (shape {shape} x "
-                           f"{npdt.itemsize} bytes of {dataType!r})", f"{len(value)} bytes", name)
-        return np.frombuffer(bytes(value), dtype=npdt.newbyteorder("<")).astype(npdt).reshape(
-            shape)
-    arr = np.asarray(value)
-    if arr.dtype == object:
-        raise op_error(DataTypeError, op, "data", "numbers", type(value).__name__, name)
-    arr = arr.astype(npdt)
+                           f"{npdt.itemsize} bytes of {dataType!r})", f"{nbytes} bytes", name)
+        arr = np.frombuffer(bytes(value), dtype=npdt.newbyteorder("<")).astype(npdt)
+        arr = arr.reshape(shape)
+        arr.flags.writeable = False
+        return arr
+    try:
+        if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
+            from .runtime.tensor_data import _as_numpy
+
+            arr = _as_numpy(value)  # torch (bfloat16 included), CuPy, JAX, TensorData
+        else:
+            arr = np.asarray(value)
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise TypeError
+        arr = arr.astype(npdt, order="C")  # a private C-order copy: never the caller's array
+    except (TypeError, ValueError):
+        raise op_error(DataTypeError, op, "data", f"numbers convertible to {dataType!r} (an "
+                       "array, a scalar, a rectangular nested sequence or bytes)",
+                       _short_repr(value), name) from None
     if shape is not None:
         if arr.ndim == 0:
-            arr = np.full(shape, arr, dtype=npdt)
+            try:
+                arr = np.full(shape, arr, dtype=npdt)
+            except (ValueError, MemoryError):
+                raise op_error(ShapeError, op, "shape", "a shape whose data fits in memory",
+                               shape, name) from None
         elif arr.size != int(np.prod(shape, dtype=np.int64)):
-            raise op_error(ShapeError, op, "shape", f"{arr.size} elements (the data's count)",
-                           shape, name)
+            raise op_error(ShapeError, op, "shape", f"{arr.size} elements (the data's count, "
+                           f"shape {list(arr.shape)})", shape, name)
         else:
             arr = arr.reshape(shape)
-    arr = np.ascontiguousarray(arr)
     arr.flags.writeable = False
     return arr
+
+
+def _short_repr(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 class Graph(ConvolutionOps):
@@ -141,6 +188,7 @@ class Graph(ConvolutionOps):
     def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._executables: dict[Any, Executable] = {}
+        self._needed_placeholders: dict[Any, frozenset[Tensor]] = {}
         # variable op -> {device key -> array}; persists across runs and executables
         self._variable_storage: dict[Operation, dict[str, Any]] = {}
 
@@ -179,13 +227,17 @@ class Graph(ConvolutionOps):
 
     def placeholder(self, shape: Sequence[int] | None, dataType: DataType = DataType.float32,
                     name: str | None = None) -> Tensor:
-        """A tensor fed at run time. `shape=None` is unranked; -1 entries are dynamic."""
+        """A tensor fed at run time. `shape=None` is unranked; -1 entries are dynamic.
+
+        `dataType` must be a type that data can be fed in (one with a NumPy representation:
+        not `invalid`, `complexFloat16` or the sub-byte types), else DataTypeError."""
         try:
-            st = ShapedType(shape, dataType)
-        except (TypeError, ValueError) as e:
-            raise op_error(ShapeError, "placeholder", "shape", "a list of ints >= 0 or -1",
-                           shape, name) from e
-        return self._add("placeholder", [], st, name)[0]
+            st = ShapedType(shape)
+        except ShapeError:
+            raise op_error(ShapeError, "placeholder", "shape", "a list of ints >= 0 or -1, or "
+                           "None", shape, name) from None
+        dt = _feedable_type("placeholder", name, dataType)
+        return self._add("placeholder", [], ShapedType(st.shape, dt), name)[0]
 
     def constant(self, value: Any, shape: Sequence[int] | None = None,
                  dataType: DataType | None = None, name: str | None = None) -> Tensor:
@@ -248,23 +300,54 @@ class Graph(ConvolutionOps):
             device: Device | str | None = None) -> dict[Tensor, TensorData]:
         """Run the subgraph the targets need; returns {target tensor: TensorData}.
 
-        Compiled executables are cached per (targets, feed types, device), so running the same
-        graph again with new data costs no re-planning."""
+        `targetTensors` may also be one Tensor (as for `compile`); a target listed twice
+        appears once. Feeds that no target needs are ignored (they must still be placeholders
+        of this graph). Compiled executables are cached per (targets, feed types, device), so
+        running the same graph again with new data costs no re-planning."""
         from .runtime.device import resolve_device
-        from .runtime.executable import Executable, feed_type
+        from .runtime.executable import Executable, feed_type, needed_op_ids
 
+        if feeds is not None and not isinstance(feeds, Mapping):
+            raise op_error(FeedError, "run", "feeds", "a dict {placeholder: array}",
+                           type(feeds).__name__)
         feeds = dict(feeds or {})
         dev = resolve_device(device)
         for t in feeds:
-            if not isinstance(t, Tensor) or t.graph is not self:
+            if not isinstance(t, Tensor):
                 raise op_error(FeedError, "run", "feeds", "placeholder tensors of this graph",
                                repr(t))
-        targets = list(dict.fromkeys(targetTensors))
-        tops = list(targetOperations or [])
+            if t.graph is not self:
+                raise op_error(GraphMismatchError, "run", "feeds", "placeholder tensors of "
+                               "this graph", f"a tensor of another graph ({t.name})")
+            if t.operation.kind != "placeholder":
+                raise op_error(FeedError, "run", f"feeds[{t.name}]", "a placeholder tensor",
+                               f"a tensor made by {t.operation.kind}")
+        if isinstance(targetTensors, Tensor):
+            targetTensors = [targetTensors]
+        try:
+            targets = list(dict.fromkeys(targetTensors or []))
+        except TypeError:
+            raise op_error(GraphError, "run", "targetTensors", "a list of Tensors",
+                           repr(targetTensors)) from None
+        try:
+            tops = list(dict.fromkeys(targetOperations or []))
+        except TypeError:
+            raise op_error(GraphError, "run", "targetOperations", "a list of Operations",
+                           repr(targetOperations)) from None
+        tkey = (tuple(id(t) for t in targets), tuple(id(o) for o in tops))
+        needed = self._needed_placeholders.get(tkey)
+        if needed is None and all(isinstance(t, Tensor) and t.graph is self for t in targets) \
+                and all(isinstance(o, Operation) and o.graph is self for o in tops):
+            # the placeholders the targets depend on (the same whatever is fed)
+            ids = needed_op_ids(targets, tops, {})
+            needed = frozenset(op.outputTensors[0] for op in self._ops
+                               if op.id in ids and op.kind == "placeholder")
+            self._needed_placeholders[tkey] = needed
+        if needed is not None:  # else a bad target: the Executable below reports it
+            feeds = {t: v for t, v in feeds.items() if t in needed}  # extra feeds: ignored
         types = {t: feed_type(t, v) for t, v in feeds.items()}
-        key = (tuple(id(t) for t in targets), tuple(id(o) for o in tops),
-               tuple((id(t), ty.shape and tuple(ty.shape), ty.dataType) for t, ty in types.items()),
-               dev.key)
+        key = (tkey, tuple(sorted((id(t), tuple(ty.shape), int(ty.dataType))
+                                  for t, ty in types.items())), dev.key)
         exe = self._executables.get(key)
         if exe is None:
             exe = Executable(self, types, targets, tops, dev, _prune_feeds=True)

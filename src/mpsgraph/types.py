@@ -8,6 +8,8 @@ from enum import IntEnum
 import ml_dtypes
 import numpy as np
 
+from .errors import DataTypeError, ShapeError
+
 __all__ = [
     "DataType",
     "ShapedType",
@@ -36,6 +38,13 @@ class DataType(IntEnum):
     uInt32 = 32
     uInt64 = 64
     bool = 0x80000008
+    # declared for completeness (SPEC 1.1): no op accepts them and they have no NumPy type
+    int4 = 0x20000004
+    uInt4 = 4
+    int2 = 0x20000002
+    uInt2 = 2
+    unorm1 = 0x40000001
+    unorm8 = 0x40000008
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -88,27 +97,47 @@ FLOATING = (DataType.float32, DataType.float16, DataType.bFloat16)
 
 
 def _norm_shape(shape: Sequence[int] | None) -> tuple[int, ...] | None:
+    """A shape as a tuple of ints (-1 = dynamic), or None (unranked); raises ShapeError."""
     if shape is None:
         return None
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeError(f"ShapedType: argument 'shape': expected a list of ints >= 0 or -1, "
+                         f"or None, given {shape!r}")
+    shape = list(shape)
     out = []
     for d in shape:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"shape entries must be ints, got {d!r} in {list(shape)!r}")
+            raise ShapeError(f"ShapedType: argument 'shape': expected a list of ints >= 0 or -1, "
+                             f"given {shape!r} (entry {d!r})")
         d = int(d)
         if d < -1:
-            raise ValueError(f"shape entries must be >= 0 or -1 (dynamic), got {d} in {list(shape)}")
+            raise ShapeError(f"ShapedType: argument 'shape': expected a list of ints >= 0 or -1, "
+                             f"given {shape!r} (entry {d})")
         out.append(d)
     return tuple(out)
 
 
+def _data_type(value: object, where: str = "ShapedType") -> DataType:
+    """`value` as a DataType (an int raw value is accepted); raises DataTypeError."""
+    if isinstance(value, (bool, np.bool_)):
+        value = None  # bool is an int; DataType(True) would be uInt... nothing sensible
+    try:
+        return DataType(value)
+    except (TypeError, ValueError):
+        raise DataTypeError(f"{where}: argument 'dataType': expected a DataType, given "
+                            f"{value!r}") from None
+
+
 class ShapedType:
-    """`MPSGraphShapedType`: a shape (list of ints, -1 dynamic, or None unranked) and a DataType."""
+    """`MPSGraphShapedType`: a shape (list of ints, -1 dynamic, or None unranked) and a DataType.
+
+    A bad shape raises `ShapeError`, a bad dataType `DataTypeError` (both GraphErrors)."""
 
     __slots__ = ("_shape", "dataType")
 
     def __init__(self, shape: Sequence[int] | None = None, dataType: DataType = DataType.float32):
         self._shape = _norm_shape(shape)
-        self.dataType = DataType(dataType)
+        self.dataType = _data_type(dataType)
 
     @property
     def shape(self) -> list[int] | None:

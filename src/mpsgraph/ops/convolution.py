@@ -19,6 +19,7 @@ size 0 is refused.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -105,39 +106,46 @@ def _output_shape_arg(ctx: InferContext, rank_of: str, layout: TensorNamedDataLa
 
 
 def _spatial(ctx: InferContext, d: Convolution2DOpDescriptor, hw: Sequence[int],
-             khw: Sequence[int], src_arg: str, k_arg: str):
-    """Resolve (Ho, Wo) and pads; raise if the padded source is smaller than the kernel."""
+             khw: Sequence[int], src_arg: str, k_arg: str, src_shape, k_shape):
+    """Resolve (Ho, Wo) and pads; raise if the kernel is empty or the padded source is smaller
+    than the dilated kernel. `src_shape` / `k_shape` are the user-layout shapes (messages)."""
     if known(khw[0]) and khw[0] == 0 or known(khw[1]) and khw[1] == 0:
-        raise ctx.error(ShapeError, k_arg, "a kernel of spatial size >= 1", f"{list(khw)}")
+        raise ctx.error(ShapeError, k_arg, "a kernel of spatial size >= 1 (kH, kW)",
+                        f"kernel {list(khw)} (shape {k_shape})")
     ry = conv_output_size(hw[0], khw[0], d.strideInY, d.dilationRateInY, d.paddingStyle,
                           d.paddingTop, d.paddingBottom)
     rx = conv_output_size(hw[1], khw[1], d.strideInX, d.dilationRateInX, d.paddingStyle,
                           d.paddingLeft, d.paddingRight)
-    for r, axis, size, k, dil in (("y", "height", hw[0], khw[0], d.dilationRateInY),
-                                  ("x", "width", hw[1], khw[1], d.dilationRateInX)):
-        res = ry if r == "y" else rx
+    for res, axis, size, k, dil, pads in (
+            (ry, "height", hw[0], khw[0], d.dilationRateInY, (d.paddingTop, d.paddingBottom)),
+            (rx, "width", hw[1], khw[1], d.dilationRateInX, (d.paddingLeft, d.paddingRight))):
         if res is None:
+            pad = (f" + paddings {pads[0]} + {pads[1]}"
+                   if d.paddingStyle == PaddingStyle.explicit else "")
             raise ctx.error(ShapeError, src_arg, f"a padded {axis} >= the dilated kernel extent "
-                            f"{dil * (k - 1) + 1} ({d.paddingStyle.name})",
-                            f"{axis} {size}")
+                            f"{dil * (k - 1) + 1} (kernel {k}, dilation {dil}, "
+                            f"{d.paddingStyle.name})", f"{axis} {size}{pad} (shape {src_shape})")
     return (ry[0], rx[0]), (ry[1], ry[2], rx[1], rx[2])
 
 
-def _check_eq(ctx: InferContext, arg: str, what: str, want: int, got: int, shape) -> None:
-    if known(want, got) and want != got:
-        raise ctx.error(ShapeError, arg, f"{what} {want}", f"{got} (shape {shape})")
-
-
 def _check_groups(ctx: InferContext, d: Convolution2DOpDescriptor, c: int, cg: int, o: int,
-                  c_arg: str, w_arg: str) -> None:
+                  c_arg: str, w_arg: str, c_shape, w_shape, blame_c: bool = False) -> None:
+    """C % g == 0, O % g == 0, C == g * Cg; messages show the user-layout shapes."""
     g = d.groups
     if known(o) and o % g:
-        raise ctx.error(ShapeError, w_arg, f"output channels divisible by groups={g}", o)
+        raise ctx.error(ShapeError, w_arg, f"output channels divisible by groups={g}",
+                        f"{o} output channels (shape {w_shape})")
     if known(c) and c % g:
-        raise ctx.error(ShapeError, c_arg, f"channels divisible by groups={g}", c)
+        raise ctx.error(ShapeError, c_arg, f"channels divisible by groups={g}",
+                        f"{c} channels (shape {c_shape})")
     if known(c, cg) and c != g * cg:
-        raise ctx.error(ShapeError, w_arg, f"{c // g} input channels per group (C={c} / "
-                        f"groups={g})", cg)
+        if blame_c:  # the channel count is the derived argument (data gradient's outputShape)
+            raise ctx.error(ShapeError, c_arg, f"{g * cg} channels (groups={g} x {cg} input "
+                            f"channels per group of {w_arg} {w_shape})",
+                            f"{c} channels (shape {c_shape})")
+        raise ctx.error(ShapeError, w_arg, f"{c // g} input channels per group (C={c} of "
+                        f"{c_arg} {c_shape} / groups={g})",
+                        f"{cg} input channels per group (shape {w_shape})")
 
 
 def _attrs(d: Convolution2DOpDescriptor, pads, out_shape, static: bool) -> Conv2DAttrs | None:
@@ -147,13 +155,19 @@ def _attrs(d: Convolution2DOpDescriptor, pads, out_shape, static: bool) -> Conv2
                        tuple(pads), d.groups, d.dataLayout, d.weightsLayout, tuple(out_shape))
 
 
+def _user_shape(ctx: InferContext, arg: str):
+    t = ctx.type_of(arg)
+    return None if t is None else t.shape
+
+
 def _infer_convolution2D(ctx: InferContext):
     d = ctx.attrs.descriptor
     dt = _check_float(ctx, ("source", "weights"))
     n, c, h, w = _rank4(ctx, "source", d.dataLayout)
     o, cg, kh, kw = _rank4(ctx, "weights", d.weightsLayout)
-    _check_groups(ctx, d, c, cg, o, "source", "weights")
-    (ho, wo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "weights")
+    xs, ws = _user_shape(ctx, "source"), _user_shape(ctx, "weights")
+    _check_groups(ctx, d, c, cg, o, "source", "weights", xs, ws)
+    (ho, wo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "weights", xs, ws)
     out = from_canonical([n, o, ho, wo], d.dataLayout)
     return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
 
@@ -164,18 +178,21 @@ def _infer_convolution2DDataGradient(ctx: InferContext):
     n2, o2, ho, wo = _rank4(ctx, "incomingGradient", d.dataLayout)
     o, cg, kh, kw = _rank4(ctx, "weights", d.weightsLayout)
     n, c, h, w = _output_shape_arg(ctx, "the forward source's shape", d.dataLayout)
-    _check_groups(ctx, d, c, cg, o, "outputShape", "weights")
-    _check_eq(ctx, "incomingGradient", "batch size (outputShape's)", n, n2, [n2, o2, ho, wo])
-    _check_eq(ctx, "incomingGradient", "channels (the weights' output channels)", o, o2,
-              [n2, o2, ho, wo])
-    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "outputShape", "weights")
+    dys, ws = _user_shape(ctx, "incomingGradient"), _user_shape(ctx, "weights")
+    xs = from_canonical([n, c, h, w], d.dataLayout)  # outputShape as given
+    _check_groups(ctx, d, c, cg, o, "outputShape", "weights", xs, ws, blame_c=True)
+    if known(n, n2) and n != n2:
+        raise ctx.error(ShapeError, "outputShape", f"batch size {n2} (the incomingGradient's, "
+                        f"shape {dys})", f"{xs} (batch size {n})")
+    if known(o, o2) and o != o2:
+        raise ctx.error(ShapeError, "incomingGradient", f"{o} channels (the weights' output "
+                        f"channels, weights shape {ws})", f"{o2} channels (shape {dys})")
+    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "outputShape", "weights", xs, ws)
     if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
-        raise ctx.error(ShapeError, "outputShape", f"a source size whose forward convolution "
-                        f"output is {ho}x{wo} (the incomingGradient's)",
-                        f"{from_canonical([n, c, h, w], d.dataLayout)}, whose output is "
-                        f"{fho}x{fwo}")
-    out = from_canonical([n, c, h, w], d.dataLayout)
-    return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
+        raise ctx.error(ShapeError, "outputShape", f"a source shape whose forward convolution "
+                        f"output is {ho}x{wo} (the incomingGradient's, shape {dys})",
+                        f"{xs}, whose forward output is {fho}x{fwo}")
+    return [ShapedType(xs, dt)], _attrs(d, pads, xs, ctx.static)
 
 
 def _infer_convolution2DWeightsGradient(ctx: InferContext):
@@ -184,16 +201,22 @@ def _infer_convolution2DWeightsGradient(ctx: InferContext):
     n2, o2, ho, wo = _rank4(ctx, "incomingGradient", d.dataLayout)
     n, c, h, w = _rank4(ctx, "source", d.dataLayout)
     o, cg, kh, kw = _output_shape_arg(ctx, "the forward weights' shape", d.weightsLayout)
-    _check_groups(ctx, d, c, cg, o, "source", "outputShape")
-    _check_eq(ctx, "incomingGradient", "batch size (the source's)", n, n2, [n2, o2, ho, wo])
-    _check_eq(ctx, "incomingGradient", "channels (outputShape's output channels)", o, o2,
-              [n2, o2, ho, wo])
-    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "outputShape")
+    dys, xs = _user_shape(ctx, "incomingGradient"), _user_shape(ctx, "source")
+    ws = from_canonical([o, cg, kh, kw], d.weightsLayout)  # outputShape as given
+    _check_groups(ctx, d, c, cg, o, "source", "outputShape", xs, ws)
+    if known(n, n2) and n != n2:
+        raise ctx.error(ShapeError, "incomingGradient", f"batch size {n} (the source's, shape "
+                        f"{xs})", f"{n2} (shape {dys})")
+    if known(o, o2) and o != o2:
+        raise ctx.error(ShapeError, "outputShape", f"{o2} output channels (the "
+                        f"incomingGradient's, shape {dys})", f"{ws} ({o} output channels)")
+    (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "outputShape", xs, ws)
     if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
-        raise ctx.error(ShapeError, "incomingGradient", f"spatial size {fho}x{fwo} (the "
-                        f"forward output of the source with this kernel)", f"{ho}x{wo}")
-    out = from_canonical([o, cg, kh, kw], d.weightsLayout)
-    return [ShapedType(out, dt)], _attrs(d, pads, out, ctx.static)
+        raise ctx.error(ShapeError, "outputShape", f"a kernel size whose forward convolution "
+                        f"of the source (shape {xs}) outputs {ho}x{wo} (the "
+                        f"incomingGradient's, shape {dys})",
+                        f"{ws}, whose forward output is {fho}x{fwo}")
+    return [ShapedType(ws, dt)], _attrs(d, pads, ws, ctx.static)
 
 
 # ---------------------------------------------------------------------------- gradient rules
@@ -249,6 +272,8 @@ register_op("convolution2DWeightsGradient", _infer_convolution2DWeightsGradient,
 
 # ---------------------------------------------------------------------------- builders
 def _split_shape(op: str, name, outputShape, outputShapeTensor):
+    """(shape tuple, None) for a list of ints, (None, tensor) for a shape tensor. Entries must
+    be integers (Python or NumPy ints, not bools): 3.0 or 3.5 is refused, not truncated."""
     from ..errors import GraphError, op_error
     from ..graph import Tensor
 
@@ -262,14 +287,16 @@ def _split_shape(op: str, name, outputShape, outputShapeTensor):
                        None, name)
     if isinstance(outputShape, Tensor):
         return None, outputShape
-    try:
-        shape = tuple(int(s) for s in outputShape)
-        if any(isinstance(s, bool) for s in outputShape):
-            raise TypeError
-    except (TypeError, ValueError):
+    ok = not isinstance(outputShape, (str, bytes)) and hasattr(outputShape, "__iter__")
+    if ok:
+        outputShape = list(outputShape)
+        ok = all(isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_))
+                 for s in outputShape)
+    if not ok:
         raise op_error(ShapeError, op, "outputShape", "a list of 4 ints or a shape Tensor",
-                       outputShape, name) from None
-    return shape, None
+                       repr(outputShape) if isinstance(outputShape, str) else outputShape,
+                       name)
+    return tuple(int(s) for s in outputShape), None
 
 
 class ConvolutionOps:
@@ -299,7 +326,8 @@ class ConvolutionOps:
         shape) and the forward `weights`. `outputShape` is the forward source's shape in the
         data layout (a list of 4 ints, or a 1-D int32/int64 tensor of 4 elements)."""
         op = "convolution2DDataGradient"
-        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name)
+        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name,
+                                                     "forwardConvolutionDescriptor")
         shape, tensor = _split_shape(op, name, outputShape, outputShapeTensor)
         inputs = [("incomingGradient", incomingGradient), ("weights", weights),
                   ("outputShape", tensor)]
@@ -314,7 +342,8 @@ class ConvolutionOps:
         `source`. `outputShape` is the forward WEIGHTS' shape in the weights layout (Apple's
         page calls it the source shape; see docs/semantics.md), a list or a shape tensor."""
         op = "convolution2DWeightsGradient"
-        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name)
+        d = Convolution2DOpDescriptor.validated_copy(forwardConvolutionDescriptor, op, name,
+                                                     "forwardConvolutionDescriptor")
         shape, tensor = _split_shape(op, name, outputShape, outputShapeTensor)
         inputs = [("incomingGradient", incomingGradient), ("source", source),
                   ("outputShape", tensor)]

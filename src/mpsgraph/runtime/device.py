@@ -64,8 +64,14 @@ class Device:
 
 
 def resolve_device(device: Device | str | None) -> Device:
+    """`device` as a Device; None means $MPSGRAPH_DEVICE, or "cpu" when that is unset/empty."""
     if device is None:
-        device = os.environ.get("MPSGRAPH_DEVICE", "cpu")
+        spec = os.environ.get("MPSGRAPH_DEVICE", "").strip() or "cpu"
+        try:
+            return Device(spec)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"environment variable MPSGRAPH_DEVICE={spec!r} names no "
+                                   f"device ({e})") from None
     return device if isinstance(device, Device) else Device(device)
 
 

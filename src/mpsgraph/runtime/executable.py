@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import FeedError, GraphError, op_error
+from ..errors import FeedError, GraphError, GraphMismatchError, op_error
 from ..ops._registry import OPS, InferContext
 from ..types import DataType, ShapedType
 from .device import Device, resolve_device
@@ -23,7 +23,7 @@ from .tensor_data import TensorData, _as_numpy
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
 
-__all__ = ["Executable", "feed_type"]
+__all__ = ["Executable", "feed_type", "needed_op_ids"]
 
 
 def feed_type(t: Tensor, value: Any) -> ShapedType:
@@ -59,6 +59,22 @@ def _check_feed_type(t: Tensor, st: ShapedType, where: str) -> None:
                        st.shape)
 
 
+def needed_op_ids(targetTensors: Sequence[Tensor], targetOperations: Sequence[Operation],
+                  fed: Mapping[Tensor, Any]) -> set[int]:
+    """Ids of the ops that the targets need; the walk stops at fed placeholders."""
+    needed: set[int] = set()
+    stack = [t.operation for t in targetTensors] + list(targetOperations)
+    while stack:
+        op = stack.pop()
+        if op.id in needed:
+            continue
+        needed.add(op.id)
+        if op.kind == "placeholder" and op.outputTensors[0] in fed:
+            continue
+        stack.extend(t.operation for t in op.inputTensors)
+    return needed
+
+
 class _Step:
     __slots__ = ("op", "kernel", "ins", "outs", "attrs", "dynamic", "free", "n_out", "kind")
 
@@ -89,34 +105,38 @@ class Executable:
                            type(feeds).__name__)
         if isinstance(targetTensors, Tensor):
             targetTensors = [targetTensors]
-        for t in list(feeds) + list(targetTensors):
-            if not isinstance(t, Tensor) or t.graph is not graph:
-                raise op_error(GraphError, where, "targetTensors/feeds", "tensors of this graph",
-                               repr(t))
-        tops = list(targetOperations or [])
+        for arg, items in (("feeds", list(feeds)), ("targetTensors", list(targetTensors))):
+            for t in items:
+                if not isinstance(t, Tensor):
+                    raise op_error(FeedError if arg == "feeds" else GraphError, where, arg,
+                                   "tensors of this graph", repr(t))
+                if t.graph is not graph:
+                    raise op_error(GraphMismatchError, where, arg, "tensors of this graph",
+                                   f"a tensor of another graph ({t.name})")
+        # an operation listed twice runs once, at its first position
+        tops = list(dict.fromkeys(targetOperations or []))
         for o in tops:
-            if not isinstance(o, Operation) or o.graph is not graph:
+            if not isinstance(o, Operation):
                 raise op_error(GraphError, where, "targetOperations", "operations of this graph",
                                repr(o))
-        for t, st in feeds.items():
-            _check_feed_type(t, st, where)
+            if o.graph is not graph:
+                raise op_error(GraphMismatchError, where, "targetOperations", "operations of "
+                               "this graph", f"an operation of another graph ({o!r})")
+        for t in feeds:
+            if t.operation.kind != "placeholder":
+                raise op_error(FeedError, where, f"feeds[{t.name}]", "a placeholder tensor",
+                               f"a tensor made by {t.operation.kind}")
         self.targetTensors: list[Tensor] = list(dict.fromkeys(targetTensors))
         self._target_ops = tops
 
         # prune: the ops the targets need, in build (= topological) order
-        needed: set[int] = set()
-        stack = [t.operation for t in self.targetTensors] + tops
-        while stack:
-            op = stack.pop()
-            if op.id in needed:
-                continue
-            needed.add(op.id)
-            if op.kind == "placeholder" and op.outputTensors[0] in feeds:
-                continue
-            stack.extend(t.operation for t in op.inputTensors)
+        needed = needed_op_ids(self.targetTensors, tops, feeds)
         order = [op for op in graph._ops if op.id in needed]
-        fed = [t for t in feeds if t.operation.id in needed or not _prune_feeds]
-        self.feedTensors: list[Tensor] = fed if _prune_feeds else list(feeds)
+        # run(): feeds no target needs are ignored; compile(): every feed is an input
+        self.feedTensors: list[Tensor] = [t for t in feeds if t.operation.id in needed
+                                          or not _prune_feeds]
+        for t in self.feedTensors:
+            _check_feed_type(t, feeds[t], where)
         for op in order:
             if op.kind == "placeholder" and op.outputTensors[0] not in feeds:
                 t = op.outputTensors[0]
@@ -135,6 +155,7 @@ class Executable:
         self._out_types: dict[int, DataType] = {}
         steps: list[_Step] = []
         assigns: list[tuple[Operation, int]] = []
+        target_ids = {id(o) for o in self._target_ops}
 
         def new_slot(t: Tensor) -> int:
             slot_of[t] = len(slot_of)
@@ -181,11 +202,14 @@ class Executable:
             for t, ty in zip(op.outputTensors, out_types):
                 types[t] = ty
             if kind == "assign":
-                if op in self._target_ops:
+                if id(op) in target_ids:
                     assigns.append((op, ins[1]))
                 continue
             kernel = be.kernel(kind)
             steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic))
+        # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
+        rank = {id(o): i for i, o in enumerate(self._target_ops)}
+        assigns.sort(key=lambda a: rank[id(a[0])])
         self._assigns = assigns
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
@@ -211,6 +235,12 @@ class Executable:
         """Run on one value per `feedTensors` entry (NumPy arrays, TensorData or DLPack
         arrays, each with exactly the compiled shape and dataType); returns a list of
         TensorData in `targetTensors` order."""
+        if inputs is None:
+            inputs = ()
+        if isinstance(inputs, (Mapping, str, bytes)) or not isinstance(inputs, Sequence):
+            raise op_error(FeedError, "Executable.run", "inputs", f"a list of "
+                           f"{len(self._feed_slots)} values, in feedTensors order",
+                           type(inputs).__name__)
         if len(inputs) != len(self._feed_slots):
             raise op_error(FeedError, "Executable.run", "inputs", f"{len(self._feed_slots)} "
                            "values, in feedTensors order", f"{len(inputs)} values")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,20 @@ from ..types import DataType
 from .device import Device, resolve_device
 
 __all__ = ["TensorData"]
+
+_BF16 = DataType.bFloat16.numpy_dtype
+
+
+def _static_shape(shape: Any) -> list[int]:
+    ok = not isinstance(shape, (str, bytes)) and hasattr(shape, "__iter__")
+    if ok:
+        shape = list(shape)
+        ok = all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))
+                 and s >= 0 for s in shape)
+    if not ok:
+        raise ShapeError(f"TensorData: argument 'shape': expected a list of ints >= 0, given "
+                         f"{shape!r}")
+    return [int(s) for s in shape]
 
 
 class TensorData:
@@ -27,25 +42,44 @@ class TensorData:
     def __init__(self, data: Any, shape: Sequence[int] | None = None,
                  dataType: DataType | None = None, device: Device | str | None = None):
         dev = resolve_device(device)
+        if shape is not None:
+            shape = _static_shape(shape)
+        npdt = None
+        if dataType is not None:
+            try:
+                if isinstance(dataType, (bool, np.bool_)):
+                    raise ValueError
+                dataType = DataType(dataType)
+                npdt = dataType.numpy_dtype
+            except (TypeError, ValueError):
+                raise DataTypeError(f"TensorData: argument 'dataType': expected a DataType "
+                                    f"with a NumPy representation, given {dataType!r}") from None
         if isinstance(data, TensorData):
             arr = data.numpy()
         elif isinstance(data, (bytes, bytearray, memoryview)):
-            if shape is None or dataType is None:
-                raise ShapeError("TensorData: bytes data needs shape and dataType")
-            npdt = DataType(dataType).numpy_dtype
+            if shape is None or npdt is None:
+                raise ShapeError("TensorData: argument 'data': bytes data needs shape and "
+                                 f"dataType, given shape={shape}, dataType={dataType!r}")
             want = int(np.prod(shape, dtype=np.int64)) * npdt.itemsize
-            if len(data) != want:
-                raise ShapeError(f"TensorData: argument 'data': expected {want} bytes, given "
-                                 f"{len(data)}")
-            arr = np.frombuffer(bytes(data), dtype=npdt).reshape(shape)
+            nbytes = memoryview(data).nbytes
+            if nbytes != want:
+                raise ShapeError(f"TensorData: argument 'data': expected {want} bytes (shape "
+                                 f"{shape} x {npdt.itemsize} bytes of {dataType!r}), given "
+                                 f"{nbytes} bytes")
+            arr = np.frombuffer(bytes(data), dtype=npdt.newbyteorder("<")).astype(npdt)
+            arr = arr.reshape(shape)
         else:
             arr = _as_numpy(data)
-        if dataType is not None:
-            arr = arr.astype(DataType(dataType).numpy_dtype, copy=False)
-        if shape is not None and list(arr.shape) != list(shape):
+        if npdt is not None and arr.dtype != npdt:
+            try:
+                arr = arr.astype(npdt)
+            except (TypeError, ValueError):
+                raise DataTypeError(f"TensorData: argument 'data': expected data convertible "
+                                    f"to {dataType!r}, given {arr.dtype} data") from None
+        if shape is not None and list(arr.shape) != shape:
             if arr.size != int(np.prod(shape, dtype=np.int64)):
-                raise ShapeError(f"TensorData: argument 'shape': expected {arr.size} elements, "
-                                 f"given {list(shape)}")
+                raise ShapeError(f"TensorData: argument 'shape': expected {arr.size} elements "
+                                 f"(the data's, shape {list(arr.shape)}), given {shape}")
             arr = arr.reshape(shape)
         try:
             self.dataType = DataType.from_numpy(arr.dtype)
@@ -79,12 +113,30 @@ class TensorData:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         a = self.numpy()
-        if dtype is not None:
-            a = a.astype(dtype, copy=False)
+        if dtype is not None and a.dtype != np.dtype(dtype):
+            if copy is False:
+                raise ValueError(f"TensorData: converting {a.dtype} to {np.dtype(dtype)} "
+                                 "needs a copy, and copy=False was requested")
+            return a.astype(dtype)
         return np.array(a, copy=True) if copy else a
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._array.__dlpack__(*args, **kwargs)
+        """DLPack export without a copy. NumPy cannot export bfloat16 through DLPack, so a
+        CPU bFloat16 array is exported as a torch view when torch is installed (DLPack itself
+        has a bfloat16 type; consumers such as torch and JAX read it)."""
+        a = self._array
+        if isinstance(a, np.ndarray) and a.dtype == _BF16:
+            try:
+                import torch
+            except ImportError:
+                raise BufferError("TensorData.__dlpack__: NumPy cannot export bFloat16 "
+                                  "through DLPack and torch is not installed") from None
+            with warnings.catch_warnings():  # a read-only array: the view stays unwritten
+                warnings.simplefilter("ignore", UserWarning)
+                t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16))
+            t = t.view(torch.bfloat16)
+            return t.__dlpack__(*args, **kwargs)
+        return a.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> Any:
         return self._array.__dlpack_device__()

@@ -160,7 +160,7 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
             y = np.einsum("pqcm,nhwpqc->nhwcm", wt, v).reshape(n, ho, wo, o)
     elif a.stride[0] == 1:  # row im2col; tap rows are shifted blocks of the flat grid
         r, step = n * hp * wo, a.dilation[0] * wo
-        rg = r - (kh - 1) * step
+        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
         A = _rowcol(xp, kw, wo, g, a).reshape(r, g, kw * cg).transpose(1, 0, 2)
         wr = _row_weights(w_hwio, g, wd)
         yg = np.empty((g, r, og), wd)
@@ -211,7 +211,7 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
             np.einsum("pqcm,nhwpqcm->nhwc", wf, v.reshape(n, hp, wp, kh, kw, g, og), out=dxp)
     elif a.stride[0] == 1:  # adjoint of the forward's row im2col
         r, step = n * hp * wo, a.dilation[0] * wo
-        rg = r - (kh - 1) * step
+        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
         dyg = _grid(np.asarray(dy_nhwc, dtype=wd), hp).reshape(r, g, og).transpose(1, 0, 2)
         wrt = _row_weights(w_hwio, g, wd).transpose(0, 1, 3, 2)  # [kH, G, Og, kW*Cg]
         dA = np.zeros((g, r, kw * cg), wd)
@@ -262,7 +262,7 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
             dw = np.einsum("nhwpqc,nhwcm->pqcm", v, dy5).reshape(kh, kw, 1, o)
     elif a.stride[0] == 1:  # per tap row p: dW_p = rowcol(shifted by p)^T @ dy on the grid
         r, step = n * hp * wo, a.dilation[0] * wo
-        rg = r - (kh - 1) * step
+        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
         A = _rowcol(xp, kw, wo, g, a).reshape(r, g, kw * cg).transpose(1, 2, 0)  # [G, K1, R]
         dyg = _grid(np.asarray(dy_nhwc, dtype=wd), hp).reshape(r, g, og).transpose(1, 0, 2)
         dwr = np.empty((kh, g, kw * cg, og), wd)
