@@ -100,8 +100,9 @@ def test_sweep_against_f64_loops_and_torch(rng, style, dl, wl, s, r, gname):
     for g_, w_ in zip(got, c.refs()):
         _close(g_, w_, 1e-5, 1e-6)
     try:
-        from oracles import torch_conv
         import torch  # noqa: F401
+
+        from oracles import torch_conv
     except ImportError:
         return
     y_t = torch_conv.conv2d_torch(c.x, c.w, c.kw["stride"], c.kw["dilation"], c.pads, groups)
