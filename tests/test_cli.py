@@ -38,3 +38,19 @@ def test_module_entry_point():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "all PASS" in r.stdout
+
+
+def test_check_lstm_fails_on_a_wrong_gradient(monkeypatch, capsys):
+    from mpsgraph.backends.numpy import KERNELS
+
+    good = KERNELS["LSTMGradients"]
+
+    def bad(*args):
+        out = list(good(*args))
+        out[1] = out[1] * np.float32(1.01)  # recurrentWeight gradient off by 1%
+        return tuple(out)
+
+    monkeypatch.setitem(KERNELS, "LSTMGradients", bad)
+    assert cli.main(["check", "--suite", "lstm"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "LSTMGradients" in out

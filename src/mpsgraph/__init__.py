@@ -4,7 +4,7 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 `Device` ("cpu" = NumPy, the default; "cuda" / "torch-cpu" = the torch backend).
 """
 
-from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor
+from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor, Pooling2DOpDescriptor
 from .errors import (
     DataTypeError,
     DescriptorError,
@@ -42,7 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
     "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
-    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor",
+    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",

@@ -18,7 +18,7 @@ import numpy as np
 from .descriptors import Convolution2DOpDescriptor
 from .graph import Graph
 from .runtime.device import Device
-from .types import DataType, PaddingStyle, ShapedType
+from .types import DataType, PaddingStyle, RNNActivation, ShapedType
 from .types import TensorNamedDataLayout as L
 
 # ----------------------------------------------------------------------------- f64 references
@@ -216,8 +216,178 @@ def conv_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
         yield from rows
 
 
+# ----------------------------------------------------------------------------- LSTM
+def _act(kind: int, a: np.ndarray) -> np.ndarray:
+    return [lambda v: v, lambda v: np.maximum(v, 0.0), np.tanh,
+            lambda v: 1.0 / (1.0 + np.exp(-v)),
+            lambda v: np.clip(0.2 * v + 0.5, 0.0, 1.0)][kind](a)
+
+
+def ref_lstm(x, R, W, b, h0, c0, mask, peep, d):
+    """Plain float64 loop of the LSTM equations (canonical forms: R [D,4H,H], h0/c0 [N,D*H],
+    mask None/[N,D*H]/[T,N,D*H], peep [D,4H]). Returns (state, cell)."""
+    T, N = x.shape[:2]
+    D, H = R.shape[0], R.shape[2]
+    order = ("i", "z", "f", "o") if d.forgetGateLast else ("i", "f", "z", "o")
+    acts = {"i": d.inputGateActivation, "f": d.forgetGateActivation,
+            "z": d.cellGateActivation, "o": d.outputGateActivation}
+    state, cell = np.zeros((T, N, D * H)), np.zeros((T, N, D * H))
+    for k in range(D):
+        sl = slice(k * H, (k + 1) * H)
+        h = np.zeros((N, H)) if h0 is None else h0[:, sl]
+        c = np.zeros((N, H)) if c0 is None else c0[:, sl]
+        rev = k == 1 if d.bidirectional else d.reverse
+        for t in (range(T - 1, -1, -1) if rev else range(T)):
+            if W is not None:
+                a = x[t] @ W[k * 4 * H:(k + 1) * 4 * H].T
+            else:
+                a = x[t][:, k * 4 * H:(k + 1) * 4 * H].copy()
+            if b is not None:
+                a = a + b[k * 4 * H:(k + 1) * 4 * H]
+            m = 1.0 if mask is None else (mask[t] if mask.ndim == 3 else mask)[:, sl]
+            a = a + (h * m) @ R[k].T
+            gate = {}
+            for j, name in enumerate(order):
+                pj = 0.0 if peep is None else peep[k, j * H:(j + 1) * H] * c
+                gate[name] = _act(int(acts[name]), a[:, j * H:(j + 1) * H] + pj)
+            c = gate["f"] * c + gate["i"] * gate["z"]
+            h = gate["o"] * _act(int(d.activation), c)
+            state[t, :, sl], cell[t, :, sl] = h, c
+    return state, cell
+
+
+def _lstm_case(rng, device, opts: dict) -> tuple[float, float]:
+    """One configuration: (forward max rel err vs ref_lstm, gradient rel err vs central finite
+    differences of ref_lstm along a random direction)."""
+    from .descriptors import LSTMDescriptor
+
+    acts = opts.pop("acts", {})
+    d = LSTMDescriptor(training=True, **{k: v for k, v in opts.items() if hasattr(
+        LSTMDescriptor, k)}, **acts)
+    T, N, I, H = 3, 2, 3, 3
+    D = 2 if d.bidirectional else 1
+    has_w = not opts.get("no_inputWeight", False)
+    r = lambda *s_: rng.uniform(-0.9, 0.9, s_)  # noqa: E731
+    vals = {"x": r(T, N, I if has_w else D * 4 * H), "R": r(D, 4 * H, H)}
+    if has_w:
+        vals["W"] = r(D * 4 * H, I)
+    if not opts.get("no_bias", False):
+        vals["b"] = r(D * 4 * H)
+    if opts.get("init", False):
+        vals["h0"], vals["c0"] = r(N, D * H), r(N, D * H)
+    if opts.get("peephole", False):
+        vals["p"] = r(D, 4 * H)
+    mask = None
+    if opts.get("mask") == "state":
+        mask = (rng.uniform(size=(N, D * H)) > 0.3) * 1.0
+    elif opts.get("mask") == "seq":
+        mask = (rng.uniform(size=(T, N, D * H)) > 0.3) * 1.0
+    g = Graph()
+    names = {"x": "source", "R": "recurrentWeight", "W": "inputWeight", "b": "bias",
+             "h0": "initState", "c0": "initCell", "p": "peephole"}
+    user = {k: (v[0] if k in ("R", "p") and not d.bidirectional else v)
+            for k, v in vals.items()}
+    ph = {k: g.placeholder(list(v.shape)) for k, v in user.items()}
+    kw = {names[k]: ph[k] for k in ph if k not in ("x", "R")}
+    mk = g.constant(mask.astype(np.float32)) if mask is not None else None
+    state, cell, z = g.LSTM(ph["x"], ph["R"], mask=mk, descriptor=d, **kw)
+    dstate_v = rng.standard_normal((T, N, D * H))
+    dstate = g.constant(dstate_v.astype(np.float32))
+    extra, loss_terms = {}, []
+    cg = opts.get("cellGradient")
+    if cg == "final":
+        dcf = rng.standard_normal((N, D * H))
+        extra["cellGradient"] = g.constant(dcf.astype(np.float32))
+    elif cg == "seq":
+        dcs = rng.standard_normal((T, N, D * H))
+        extra["cellGradient"] = g.constant(dcs.astype(np.float32))
+    if opts.get("stateGradient", False):
+        dsf = rng.standard_normal((1, N, D * H))
+        extra["stateGradient"] = g.constant(dsf.astype(np.float32))
+    grads = g.LSTMGradients(ph["x"], ph["R"], dstate, z, cell, mask=mk, descriptor=d,
+                            **extra, **kw)
+    feeds = {ph[k]: v.astype(np.float32) for k, v in user.items()}
+    out = g.run(feeds, [state, cell, *grads], device=device)
+    canon = dict(vals)
+    f = lambda cv: ref_lstm(cv["x"], cv["R"], cv.get("W"), cv.get("b"), cv.get("h0"),  # noqa
+                            cv.get("c0"), mask, cv.get("p"), d)
+    s_ref, c_ref = f(canon)
+    fwd_err = max(_rel_err(out[state].numpy(), s_ref), _rel_err(out[cell].numpy(), c_ref))
+
+    def loss(cv):
+        s_, c_ = f(cv)
+        total = np.vdot(dstate_v, s_)
+        fin = (lambda a: np.concatenate([a[T - 1, :, :H], a[0, :, H:]], -1)) if D == 2 else (
+            (lambda a: a[0]) if d.reverse else (lambda a: a[T - 1]))
+        if cg == "final":
+            total += np.vdot(dcf, fin(c_))
+        elif cg == "seq":
+            total += np.vdot(dcs, c_)
+        if opts.get("stateGradient", False):
+            total += np.vdot(dsf[0], fin(s_))
+        return total
+
+    order = [k for k in ("x", "R", "W", "b", "p", "h0", "c0") if k in vals]
+    v = {k: rng.standard_normal(vals[k].shape) for k in order}
+    eps = 1e-6
+    num = (loss({k: canon[k] + eps * v[k] if k in v else canon[k] for k in canon})
+           - loss({k: canon[k] - eps * v[k] if k in v else canon[k] for k in canon})) / (2 * eps)
+    ana, scale = 0.0, 0.0
+    for k, t in zip(order, grads):
+        gk = out[t].numpy().astype(np.float64).reshape(v[k].shape)
+        ana += np.vdot(gk, v[k])
+        scale += np.vdot(np.abs(gk), np.abs(v[k]))
+    return fwd_err, abs(num - ana) / max(scale, 1.0)
+
+
+def lstm_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """Each LSTM option alone, then pairs of options."""
+    A = RNNActivation
+    single: list[tuple[str, dict]] = [("default", {})]
+    for flag in ("reverse", "bidirectional", "forgetGateLast", "peephole", "init",
+                 "no_inputWeight", "no_bias", "stateGradient"):
+        single.append((flag, {flag: True}))
+    single += [("mask state-shaped", {"mask": "state"}), ("mask per step", {"mask": "seq"}),
+               ("cellGradient final", {"cellGradient": "final"}),
+               ("cellGradient per step", {"cellGradient": "seq"})]
+    gates = ("inputGateActivation", "forgetGateActivation", "cellGateActivation",
+             "outputGateActivation", "activation")
+    for gname in gates:
+        for a in A:
+            single.append((f"{gname}={a.name}", {"acts": {gname: a}}))
+    fwd = Row("LSTM", "each option alone: flags, 5 activations x 5 positions, peephole, "
+              "mask forms, optional inputs", tol=1e-5)
+    bwd = Row("LSTMGradients", "each option alone, vs finite differences of the f64 loop "
+              "(stateGradient, cellGradient forms)", tol=1e-4)
+    for label, opts in single:
+        e1, e2 = _lstm_case(rng, device, dict(opts))
+        fwd.add(e1, label)
+        bwd.add(e2, label)
+    yield fwd
+    yield bwd
+    flags = [("reverse", {"reverse": True}), ("bidirectional", {"bidirectional": True}),
+             ("forgetGateLast", {"forgetGateLast": True}), ("peephole", {"peephole": True}),
+             ("mask", {"mask": "seq"}), ("init", {"init": True}),
+             ("no_inputWeight", {"no_inputWeight": True}),
+             ("cellGradient", {"cellGradient": "final", "stateGradient": True}),
+             ("hardSigmoid/relu", {"acts": {"inputGateActivation": A.hardSigmoid,
+                                            "activation": A.relu}})]
+    fwd = Row("LSTM", "every pair of: reverse, bidirectional, forgetGateLast, peephole, mask, "
+              "init state, no inputWeight, state/cell gradients, activations", tol=1e-5)
+    bwd = Row("LSTMGradients", "every pair of the same options, vs finite differences",
+              tol=1e-4)
+    for (l1, o1), (l2, o2) in itertools.combinations(flags, 2):
+        opts = {**o1, **o2}
+        e1, e2 = _lstm_case(rng, device, opts)
+        fwd.add(e1, f"{l1}+{l2}")
+        bwd.add(e2, f"{l1}+{l2}")
+    yield fwd
+    yield bwd
+
+
 SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
     "convolution": conv_sweep,
+    "lstm": lstm_sweep,
 }
 
 

@@ -14,9 +14,9 @@ from enum import IntEnum
 import numpy as np
 
 from .errors import DescriptorError, op_error
-from .types import PaddingStyle, RNNActivation, TensorNamedDataLayout
+from .types import DataType, PaddingStyle, RNNActivation, TensorNamedDataLayout
 
-__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor"]
+__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor"]
 
 
 def _check_int(op: str, name: str | None, prop: str, value: object, minimum: int,
@@ -149,3 +149,87 @@ class LSTMDescriptor:
     def activations(self) -> tuple[int, int, int, int, int]:
         """(input, forget, cell, output gate, cell activation) as ints, for kernels."""
         return tuple(int(getattr(self, p)) for p in self._ACTIVATIONS)  # type: ignore[return-value]
+
+
+@dataclass
+class Pooling2DOpDescriptor:
+    """`MPSGraphPooling2DOpDescriptor`.
+
+    Positional order is that of Apple's full initialiser `init(kernelWidth:kernelHeight:
+    strideInX:strideInY:dilationRateInX:dilationRateInY:paddingLeft:paddingRight:paddingTop:
+    paddingBottom:paddingStyle:dataLayout:)`; the short one `init(kernelWidth:kernelHeight:
+    strideInX:strideInY:paddingStyle:dataLayout:)` is the same constructor with keywords.
+
+    Defaults: `paddingStyle=explicit`, `ceilMode=False`, `includeZeroPadToAverage=False`,
+    `returnIndicesMode=0` (none), `returnIndicesDataType=int32` (Apple's documented defaults);
+    strides and dilation rates 1, paddings 0, `dataLayout=NCHW`, kernel 1x1 (Apple's factories
+    require the kernel size; a kernel of size 0 makes them fail, as it does here).
+    Paddings are used only with `PaddingStyle.explicit`. `returnIndicesMode` (raw values of
+    `MPSGraphPoolingReturnIndicesMode`: 0 none, 1-4 globalFlatten1D-4D, 5-8 localFlatten1D-4D)
+    and `returnIndicesDataType` are stored and validated; `maxPooling2DReturnIndices` is not
+    implemented (see ops/pooling.py).
+    """
+
+    kernelWidth: int = 1
+    kernelHeight: int = 1
+    strideInX: int = 1
+    strideInY: int = 1
+    dilationRateInX: int = 1
+    dilationRateInY: int = 1
+    paddingLeft: int = 0
+    paddingRight: int = 0
+    paddingTop: int = 0
+    paddingBottom: int = 0
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCHW
+    ceilMode: bool = False
+    includeZeroPadToAverage: bool = False
+    returnIndicesMode: int = 0
+    returnIndicesDataType: DataType = DataType.int32
+
+    def setExplicitPaddingWithPaddingLeft(
+        self, paddingLeft: int, paddingRight: int, paddingTop: int, paddingBottom: int
+    ) -> None:
+        """Set the four paddings and `paddingStyle = explicit` (Apple's method of that name)."""
+        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
+        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
+        self.paddingStyle = PaddingStyle.explicit
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> Pooling2DOpDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op, `name` and
+        `argument.property`); call it on the class so that a wrong type or None is reported."""
+        if not isinstance(self, Pooling2DOpDescriptor):
+            raise op_error(DescriptorError, op, argument, "a Pooling2DOpDescriptor",
+                           type(self).__name__, name)
+        d = dataclasses.replace(self)
+        for prop in ("kernelWidth", "kernelHeight", "strideInX", "strideInY",
+                     "dilationRateInX", "dilationRateInY"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
+        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+        for prop in ("ceilMode", "includeZeroPadToAverage"):
+            v = getattr(d, prop)
+            if not isinstance(v, (bool, np.bool_, int)) or v not in (0, 1):
+                raise op_error(DescriptorError, op, f"{argument}.{prop}", "a bool",
+                               repr(v) if isinstance(v, str) else v, name)
+            setattr(d, prop, bool(v))
+        P, L = PaddingStyle, TensorNamedDataLayout
+        d.paddingStyle = _check_enum(
+            op, name, "paddingStyle", d.paddingStyle, P,
+            (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
+            "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
+            "applies only to stencil ops)", argument)
+        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
+                                   "TensorNamedDataLayout.NCHW or NHWC", argument)
+        v = d.returnIndicesMode
+        if (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
+                or not 0 <= v <= 8):
+            raise op_error(DescriptorError, op, f"{argument}.returnIndicesMode", "a "
+                           "PoolingReturnIndicesMode raw value 0..8", repr(v) if isinstance(
+                               v, str) else v, name)
+        d.returnIndicesMode = int(v)
+        d.returnIndicesDataType = _check_enum(
+            op, name, "returnIndicesDataType", d.returnIndicesDataType, DataType,
+            (DataType.int32, DataType.int64), "DataType.int32 or int64", argument)
+        return d

@@ -10,7 +10,17 @@ import numpy as np
 
 from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, ShapeError, op_error
 from .ops._registry import OPS, InferContext
+from .autodiff import AutodiffOps
+from .ops.activation import ActivationOps
+from .ops.arithmetic import ArithmeticOps
 from .ops.convolution import ConvolutionOps
+from .ops.loss import LossOps
+from .ops.matrix import MatrixOps
+from .ops.optimizer import OptimizerOps
+from .ops.pooling import PoolingOps
+from .ops.reduction import ReductionOps
+from .ops.rnn import RNNOps
+from .ops.shape import ShapeOps
 from .types import DataType, ShapedType
 
 if TYPE_CHECKING:
@@ -154,8 +164,9 @@ def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int
             arr = _as_numpy(value)  # torch (bfloat16 included), CuPy, JAX, TensorData
         else:
             arr = np.asarray(value)
-        if arr.dtype == object or arr.dtype.kind in "USV":
-            raise TypeError
+        if arr.dtype == object or (arr.dtype.kind in "USV"
+                                   and arr.dtype != DataType.bFloat16.numpy_dtype):
+            raise TypeError  # strings, raw bytes and records (but ml_dtypes.bfloat16 is 'V')
         arr = arr.astype(npdt, order="C")  # a private C-order copy: never the caller's array
     except (TypeError, ValueError):
         raise op_error(DataTypeError, op, "data", f"numbers convertible to {dataType!r} (an "
@@ -182,7 +193,8 @@ def _short_repr(value: Any) -> str:
     return r if len(r) <= 80 else r[:77] + "..."
 
 
-class Graph(ConvolutionOps):
+class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

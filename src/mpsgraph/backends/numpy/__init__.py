@@ -18,7 +18,8 @@ from ...runtime.tensor_data import TensorData, _as_numpy
 from ...types import DataType, ShapedType
 
 KERNELS: dict[str, Callable[..., Any]] = {}
-_FAMILIES = ("core", "convolution")
+_FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
+             "shape", "loss", "pooling", "optimizer")
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

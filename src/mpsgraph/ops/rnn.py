@@ -1,0 +1,347 @@
+"""The recurrent family (Apple's MPSGraphRNNOps.h): LSTM and LSTMGradients.
+
+T time, N batch, I input, H hidden, D = 2 if `descriptor.bidirectional` else 1. Every 4H axis
+stacks four H-blocks in the gate order [i, f, z, o] ([i, z, f, o] with `forgetGateLast`).
+
+    source           [T, N, I]; [T, N, D*4H] when inputWeight is None (already projected)
+    recurrentWeight  [4H, H]; bidirectional [2, 4H, H]
+    inputWeight      [D*4H, I]                bias      [D*4H]
+    initState/Cell   "state-shaped": after dropping leading size-1 axes beyond rank 2,
+                     broadcastable to [N, D*H] (e.g. [N, D*H], [1, N, D*H], [D*H])
+    mask             state-shaped (every step) or exactly [T, N, D*H] (m[t] at step t)
+    peephole         [4H]; bidirectional [2, 4H] (or [8H])
+
+Semantics as the plain loop (one direction; `reverse`, and direction 1 of a bidirectional
+LSTM, run t = T-1 ... 0, and outputs stay aligned with the input time index):
+
+    h, c = initState, initCell                                  # zeros if absent
+    for t in processing order:
+        a = x[t] @ W^T + b + (h * m[t]) @ R^T + concat(p_i*c, p_f*c, p_z*c, p_o*c)
+        i, f, z, o = f_i(a_i), f_f(a_f), f_z(a_z), f_o(a_o)     # descriptor activations
+        c = f * c + i * z
+        h = o * g(c)                                            # g = descriptor.activation
+        state[t], cell[t], zState[t] = h, c, [i, f, z, o]       # zState: post-activation
+
+Decisions where Apple's documentation is silent or contradictory are in docs/semantics.md
+(output arity, reverse alignment, mask shapes, peephole placement, hardSigmoid constants,
+stateGradient/cellGradient forms, bias-gradient shape).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..descriptors import LSTMDescriptor
+from ..errors import DataTypeError, ShapeError, UnsupportedError
+from ..types import FLOATING, DataType, ShapedType
+from ._registry import InferContext, register_op
+from ._shape_math import UNKNOWN, known
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Operation, Tensor
+
+__all__ = ["RNNOps", "LSTMAttrs"]
+
+_FWD_INPUTS = ("source", "recurrentWeight", "inputWeight", "bias", "initState", "initCell",
+               "mask", "peephole")
+_GRAD_INPUTS = ("source", "recurrentWeight", "sourceGradient", "zState", "cellOutputFwd",
+                "stateGradient", "cellGradient", "inputWeight", "bias", "initState",
+                "initCell", "mask", "peephole")
+# the gradient outputs, in Apple's order; only those whose input was given are returned
+_GRAD_OUTPUTS = ("source", "recurrentWeight", "inputWeight", "bias", "peephole", "initState",
+                 "initCell")
+
+
+@dataclass(frozen=True)
+class LSTMAttrs:
+    """Resolved parameters for kernels (static shapes)."""
+
+    reverse: bool
+    bidirectional: bool
+    forget_gate_last: bool
+    activations: tuple[int, int, int, int, int]  # (f_i, f_f, f_z, f_o, g) RNNActivation ints
+    T: int
+    N: int
+    H: int
+    n_outputs: int  # LSTM: 1, 2 or 3
+    mask_per_step: bool  # mask given as [T, N, D*H]
+    cell_grad_per_step: bool  # cellGradient given as [T, N, D*H] (T > 1)
+    outputs: tuple[str, ...]  # LSTMGradients: the gradients returned, in order
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # given shapes of the optional inputs
+
+    @property
+    def D(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def shape_of(self, name: str) -> tuple[int, ...]:
+        return dict(self.shapes)[name]
+
+
+@dataclass(frozen=True)
+class _RNNOpAttrs:
+    descriptor: LSTMDescriptor  # the op's private, validated copy
+
+
+def _drop_leading_ones(shape: list[int]) -> list[int]:
+    s = list(shape)
+    while len(s) > 2 and s[0] == 1:
+        s = s[1:]
+    return s
+
+
+def _broadcastable(shape: Sequence[int], to: Sequence[int]) -> bool:
+    if len(shape) > len(to):
+        return False
+    for a, b in zip(reversed(shape), reversed(to)):
+        if known(a, b) and a != 1 and a != b:
+            return False
+    return True
+
+
+class _LSTMShapes:
+    """Shape checks shared by LSTM and LSTMGradients."""
+
+    def __init__(self, ctx: InferContext, d: LSTMDescriptor):
+        self.ctx, self.d = ctx, d
+        self.D = D = 2 if d.bidirectional else 1
+        self.dtype = self._dtypes()
+        rw = ctx.type_of("recurrentWeight").shape
+        want_rank = 3 if d.bidirectional else 2
+        form = "[2, 4H, H] (bidirectional)" if d.bidirectional else "[4H, H]"
+        if rw is None or len(rw) != want_rank or (d.bidirectional and rw[0] not in (2,)):
+            raise ctx.error(ShapeError, "recurrentWeight", f"a tensor of shape {form}", rw)
+        H = rw[-1]
+        if not known(H):
+            raise ctx.error(ShapeError, "recurrentWeight", "a static hidden size H (last axis)",
+                            rw)
+        if known(rw[-2]) and rw[-2] != 4 * H:
+            raise ctx.error(ShapeError, "recurrentWeight", f"shape {form} with 4H = {4 * H} "
+                            f"rows for H = {H}", rw)
+        self.H = H
+        src = ctx.type_of("source").shape
+        if src is not None and len(src) != 3:
+            raise ctx.error(ShapeError, "source", "a rank-3 tensor [T, N, I] (time-major)", src)
+        self.T, self.N, feat = src if src is not None else (UNKNOWN, UNKNOWN, UNKNOWN)
+        self.I = None
+        iw = ctx.type_of("inputWeight")
+        if iw is not None:
+            if iw.shape is not None:
+                if len(iw.shape) != 2 or (known(iw.shape[0]) and iw.shape[0] != D * 4 * H):
+                    raise ctx.error(ShapeError, "inputWeight", f"shape [{D * 4 * H}, I] "
+                                    f"(D*4H rows)", iw.shape)
+                self.I = iw.shape[1]
+                if known(self.I, feat) and self.I != feat:
+                    raise ctx.error(ShapeError, "source", f"[T, N, {self.I}] (I = inputWeight's "
+                                    "columns)", src)
+        elif known(feat) and feat != D * 4 * H:
+            raise ctx.error(ShapeError, "source", f"[T, N, {D * 4 * H}] (D*4H gate inputs: no "
+                            "inputWeight given)", src)
+        b = ctx.type_of("bias")
+        if b is not None and b.shape is not None and (len(b.shape) != 1 or (
+                known(b.shape[0]) and b.shape[0] != D * 4 * H)):
+            raise ctx.error(ShapeError, "bias", f"shape [{D * 4 * H}] (D*4H)", b.shape)
+        for arg in ("initState", "initCell"):
+            self.state_shaped(arg)
+        self.mask_per_step = False
+        m = ctx.type_of("mask")
+        if m is not None:
+            self.mask_per_step = self.state_or_sequence("mask")
+        p = ctx.type_of("peephole")
+        if p is not None:
+            ok = [[4 * H]] if D == 1 else [[2, 4 * H], [8 * H]]
+            if p.shape is not None and [s for s in p.shape] not in ok:
+                raise ctx.error(ShapeError, "peephole", " or ".join(map(str, ok)), p.shape)
+
+    def _dtypes(self) -> DataType:
+        dt = None
+        for n, t in zip(self.ctx.input_names, self.ctx.in_types):
+            if t is None:
+                continue
+            if t.dataType not in FLOATING:
+                raise self.ctx.error(DataTypeError, n, "float32, float16 or bFloat16",
+                                     t.dataType)
+            if dt is None:
+                dt, first = t.dataType, n
+            elif t.dataType != dt:
+                raise self.ctx.error(DataTypeError, n, f"{dt!r} (the dataType of {first})",
+                                     t.dataType)
+        return dt
+
+    @property
+    def state_shape(self) -> list[int]:
+        return [self.N, self.D * self.H]
+
+    @property
+    def seq_shape(self) -> list[int]:
+        return [self.T, self.N, self.D * self.H]
+
+    def state_shaped(self, arg: str) -> None:
+        t = self.ctx.type_of(arg)
+        if t is None or t.shape is None:
+            return
+        if not _broadcastable(_drop_leading_ones(t.shape), self.state_shape):
+            raise self.ctx.error(ShapeError, arg, f"a state-shaped tensor (broadcastable to "
+                                 f"[N, D*H] = {self.state_shape}, e.g. [1, N, D*H])", t.shape)
+
+    def state_or_sequence(self, arg: str) -> bool:
+        """True if `arg` is the per-step [T, N, D*H] form (T > 1), False if state-shaped."""
+        t = self.ctx.type_of(arg)
+        s = t.shape
+        if s is None:
+            raise self.ctx.error(ShapeError, arg, "a ranked tensor", "unranked")
+        if len(s) == 3 and s[0] != 1 and (not known(s[0], self.T) or s[0] == self.T):
+            want = self.seq_shape
+            if any(known(a, b) and a != b for a, b in zip(s[1:], want[1:])):
+                raise self.ctx.error(ShapeError, arg, f"exactly [T, N, D*H] = {want} or a "
+                                     "state-shaped tensor", s)
+            return True
+        if not _broadcastable(_drop_leading_ones(s), self.state_shape):
+            raise self.ctx.error(ShapeError, arg, f"a state-shaped tensor (broadcastable to "
+                                 f"{self.state_shape}) or exactly [T, N, D*H] = "
+                                 f"{self.seq_shape}", s)
+        return False
+
+    def check_exact(self, arg: str, want: list[int], what: str) -> None:
+        t = self.ctx.type_of(arg)
+        s = t.shape
+        if s is None:
+            return
+        if len(s) != len(want) or any(known(a, b) and a != b for a, b in zip(s, want)):
+            raise self.ctx.error(ShapeError, arg, f"shape {want} ({what})", s)
+
+    def given_shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return tuple((n, tuple(t.shape)) for n, t in zip(self.ctx.input_names,
+                                                         self.ctx.in_types)
+                     if t is not None and t.shape is not None)
+
+
+def _attrs(s: _LSTMShapes, n_outputs: int, cell_per_step: bool, outputs: tuple[str, ...]
+           ) -> LSTMAttrs | None:
+    if not s.ctx.static:
+        return None
+    d = s.d
+    return LSTMAttrs(d.reverse, d.bidirectional, d.forgetGateLast, d.activations(), s.T, s.N,
+                     s.H, n_outputs, s.mask_per_step, cell_per_step, outputs, s.given_shapes())
+
+
+def _n_outputs(d: LSTMDescriptor) -> int:
+    return 3 if d.training else (2 if d.produceCell else 1)
+
+
+def _infer_LSTM(ctx: InferContext):
+    d = ctx.attrs.descriptor
+    s = _LSTMShapes(ctx, d)
+    n = _n_outputs(d)
+    seq = ShapedType(s.seq_shape, s.dtype)
+    outs = [seq, seq, ShapedType([s.T, s.N, s.D * 4 * s.H], s.dtype)][:n]
+    return outs, _attrs(s, n, False, ())
+
+
+def _infer_LSTMGradients(ctx: InferContext):
+    d = ctx.attrs.descriptor
+    s = _LSTMShapes(ctx, d)
+    s.check_exact("sourceGradient", s.seq_shape, "dL/dstate: the forward's first output")
+    s.check_exact("cellOutputFwd", s.seq_shape, "the forward's cell output")
+    s.check_exact("zState", [s.T, s.N, s.D * 4 * s.H], "the forward's zState output")
+    s.state_shaped("stateGradient")
+    cell_seq = False
+    if ctx.type_of("cellGradient") is not None:
+        cell_seq = s.state_or_sequence("cellGradient")
+    given = {n for n, t in zip(ctx.input_names, ctx.in_types) if t is not None}
+    outputs = tuple(n for n in _GRAD_OUTPUTS if n in given)
+    types = []
+    for n in outputs:
+        if n == "bias":
+            types.append(ShapedType([1, 1, s.D * 4 * s.H], s.dtype))
+        else:
+            types.append(ShapedType(ctx.type_of(n).shape, s.dtype))
+    return types, _attrs(s, len(types), cell_seq, outputs)
+
+
+def _grad_LSTM(g: Graph, op: Operation, dys):
+    """Re-run the forward in training mode when needed (so zState exists), then LSTMGradients
+    with sourceGradient = dL/dstate and cellGradient = dL/dcell per step (SPEC 1.10). No
+    gradient flows back through the zState output."""
+    d: LSTMDescriptor = op.attrs.descriptor
+    ins = {n: op.input(n) for n in _FWD_INPUTS}
+    if d.training:
+        state, cell, z = op.outputTensors
+    else:
+        td = dataclasses.replace(d, training=True)
+        state, cell, z = g.LSTM(ins["source"], ins["recurrentWeight"], descriptor=td,
+                                **{k: v for k, v in ins.items()
+                                   if k not in ("source", "recurrentWeight")})
+    dstate = dys[0]
+    if dstate is None:
+        if state.shape is None or any(x < 0 for x in state.shape):
+            raise UnsupportedError("LSTM gradient: needs static shapes")
+        dstate = g.constant(0.0, state.shape, state.dataType)
+    dcell = dys[1] if len(dys) > 1 else None
+    grads = g.LSTMGradients(ins["source"], ins["recurrentWeight"], dstate, z, cell,
+                            cellGradient=dcell, descriptor=d,
+                            **{k: v for k, v in ins.items()
+                               if k not in ("source", "recurrentWeight")})
+    given = [n for n in _GRAD_OUTPUTS if ins.get(n) is not None]
+    out = dict(zip(given, grads))
+    if "bias" in out:  # LSTMGradients returns [1, 1, D*4H]; the bias input is [D*4H]
+        out["bias"] = g.reshape(out["bias"], shape=ins["bias"].shape)
+    return out
+
+
+register_op("LSTM", _infer_LSTM, _grad_LSTM)
+register_op("LSTMGradients", _infer_LSTMGradients)
+
+
+class RNNOps:
+    """Graph methods of the recurrent family (mixed into `Graph`)."""
+
+    def LSTM(self, source: Tensor, recurrentWeight: Tensor, *, inputWeight: Tensor | None = None,
+             bias: Tensor | None = None, initState: Tensor | None = None,
+             initCell: Tensor | None = None, mask: Tensor | None = None,
+             peephole: Tensor | None = None, descriptor: LSTMDescriptor,
+             name: str | None = None) -> list[Tensor]:
+        """Long short-term memory over the leading (time) axis of `source`.
+
+        T time, N batch, I input, H hidden, D = 2 if bidirectional else 1.
+          source           [T, N, I]; [T, N, D*4H] when inputWeight is None
+          recurrentWeight  [4H, H]; bidirectional [2, 4H, H]
+          inputWeight [D*4H, I], bias [D*4H], initState/initCell state-shaped ([N, D*H]),
+          mask state-shaped or [T, N, D*H], peephole [4H] ([2, 4H] or [8H] bidirectional)
+        Returns [state], [state, cell] (produceCell) or [state, cell, zState] (training):
+        state and cell [T, N, D*H], zState [T, N, D*4H] (the activated gates). The equations
+        are in this module's docstring and docs/semantics.md.
+        """
+        d = LSTMDescriptor.validated_copy(descriptor, "LSTM", name)
+        args = dict(source=source, recurrentWeight=recurrentWeight, inputWeight=inputWeight,
+                    bias=bias, initState=initState, initCell=initCell, mask=mask,
+                    peephole=peephole)
+        return self._add("LSTM", [(n, args[n]) for n in _FWD_INPUTS], _RNNOpAttrs(d), name,
+                         optional=_FWD_INPUTS[2:])
+
+    def LSTMGradients(self, source: Tensor, recurrentWeight: Tensor, sourceGradient: Tensor,
+                      zState: Tensor, cellOutputFwd: Tensor, *,
+                      stateGradient: Tensor | None = None, cellGradient: Tensor | None = None,
+                      inputWeight: Tensor | None = None, bias: Tensor | None = None,
+                      initState: Tensor | None = None, initCell: Tensor | None = None,
+                      mask: Tensor | None = None, peephole: Tensor | None = None,
+                      descriptor: LSTMDescriptor, name: str | None = None) -> list[Tensor]:
+        """Gradients of an LSTM, given dL/dstate (`sourceGradient`, [T, N, D*H]) and the
+        forward's `zState` and cell output (`cellOutputFwd`) from LSTM with training=True.
+
+        stateGradient: dL/d(final state of each direction), state-shaped. cellGradient:
+        state-shaped = dL/d(final cell), or [T, N, D*H] = dL/dcell at every step.
+        Returns, in this order and only for the inputs given: d source ([T, N, I], or
+        [T, N, D*4H] without inputWeight), d recurrentWeight, d inputWeight, d bias
+        ([1, 1, D*4H]), d peephole, d initState, d initCell (each in its input's shape).
+        """
+        d = LSTMDescriptor.validated_copy(descriptor, "LSTMGradients", name)
+        args = dict(source=source, recurrentWeight=recurrentWeight,
+                    sourceGradient=sourceGradient, zState=zState, cellOutputFwd=cellOutputFwd,
+                    stateGradient=stateGradient, cellGradient=cellGradient,
+                    inputWeight=inputWeight, bias=bias, initState=initState, initCell=initCell,
+                    mask=mask, peephole=peephole)
+        return self._add("LSTMGradients", [(n, args[n]) for n in _GRAD_INPUTS], _RNNOpAttrs(d),
+                         name, optional=_GRAD_INPUTS[5:])
