@@ -1,4 +1,5 @@
-"""Command line: `python -m mpsgraph check` (trust an install)."""
+"""Command line: `python -m mpsgraph check` (trust an install) and `python -m mpsgraph demo`
+(train two models on the digits data set)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="run only this suite (repeatable); default: all")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("-v", "--verbose", action="store_true", help="list every failing case")
+    sub.add_parser("demo", help="train a CNN and an LSTM on the digits data set (needs the "
+                   "demo extra)", add_help=False)
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["demo"]:
+        from .demo import main as demo_main
+
+        return demo_main(argv[1:])
     args = p.parse_args(argv)
     if args.command == "check":
         from .check import SUITES, run_check

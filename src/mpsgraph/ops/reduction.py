@@ -34,8 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..errors import DataTypeError, GraphError, ShapeError, UnsupportedError, op_error
 from ..types import FLOATING, ShapedType
 from ._registry import InferContext, register_op

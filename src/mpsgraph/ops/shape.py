@@ -300,8 +300,11 @@ def _slices(ctx: InferContext, arg: str, a: SliceAttrs, shape: list[int]
             out.append(-1)
             continue
         idx = slice(b, e, st).indices(size)
-        out.append(len(range(*idx)))
-        sl.append(slice(*idx) if idx[1] >= 0 else slice(idx[0], None, idx[2]))
+        n = len(range(*idx))
+        out.append(n)
+        # as a NumPy slice: a stop of -1 (past index 0 going down) would read as "the last"
+        sl.append(slice(0, 0) if n == 0 else slice(idx[0], idx[1] if idx[1] >= 0 else None,
+                                                    idx[2]))
     return out, (tuple(sl) if _static(shape) else None)
 
 

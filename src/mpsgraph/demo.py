@@ -1,0 +1,271 @@
+"""`python -m mpsgraph demo`: train a small CNN and an LSTM classifier on scikit-learn's
+handwritten digits (8x8 images, 10 classes), built only from mpsgraph ops and trained with
+`gradientForPrimaryTensor` and the `adam` optimizer op, as an MPSGraph program would be.
+
+Needs the `demo` extra (scikit-learn, matplotlib, tqdm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor
+from .graph import Graph, Operation, Tensor
+from .runtime.device import Device, resolve_device
+from .types import DataType, LossReductionType, PaddingStyle, ShapedType
+from .types import TensorNamedDataLayout as L
+
+F32 = DataType.float32
+
+
+@dataclass
+class History:
+    loss: list[float] = field(default_factory=list)
+    train_acc: list[float] = field(default_factory=list)
+    test_acc: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def load_digits_split(seed: int = 0):
+    """Images in [0, 1] as [N, 8, 8], labels [N]; a fixed, stratified 75/25 split."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    d = load_digits()
+    x = (d.images / 16.0).astype(np.float32)
+    y = d.target.astype(np.int32)
+    return train_test_split(x, y, test_size=0.25, random_state=seed, stratify=y)
+
+
+class Model:
+    """A classifier as an MPSGraph graph: variables, a training step (forward, loss,
+    gradientForPrimaryTensor, adam on every variable) and an evaluation graph sharing the
+    variables."""
+
+    def __init__(self, batch: int, eval_batch: int, lr: float, seed: int, device: Device):
+        self.g = Graph()
+        self.rng = np.random.default_rng(seed)
+        self.params: list[Tensor] = []
+        self.device = device
+        g = self.g
+        self.x = g.placeholder(self.input_shape(batch), F32, name="x")
+        self.labels = g.placeholder([batch], DataType.int32, name="labels")
+        logits = self.forward(self.x, batch)
+        onehot = g.oneHot(self.labels, 10, dataType=F32)
+        self.loss = g.softMaxCrossEntropy(logits, onehot, -1,
+                                          reductionType=LossReductionType.mean, name="loss")
+        grads = g.gradientForPrimaryTensor(self.loss, self.params)
+        self.b1p = g.placeholder([], F32, name="beta1Power")
+        self.b2p = g.placeholder([], F32, name="beta2Power")
+        c = lambda v: g.constant(v, dataType=F32)  # noqa: E731
+        lr_t, b1, b2, eps = c(lr), c(0.9), c(0.999), c(1e-7)
+        self.updates: list[Operation] = []
+        for p in self.params:
+            m = g.variable(np.zeros(p.shape, np.float32), p.shape, F32)
+            v = g.variable(np.zeros(p.shape, np.float32), p.shape, F32)
+            new_p, new_m, new_v = g.adam(learningRate=lr_t, beta1=b1, beta2=b2, epsilon=eps,
+                                         beta1Power=self.b1p, beta2Power=self.b2p, values=p,
+                                         momentum=m, velocity=v, gradient=grads[p])
+            self.updates += [g.assign(p, new_p), g.assign(m, new_m), g.assign(v, new_v)]
+        self.correct = self._correct(logits, batch)
+        self.x_eval = g.placeholder(self.input_shape(eval_batch), F32, name="x_eval")
+        self.pred_eval = self._argmax(self.forward(self.x_eval, eval_batch, build=False))
+        self.step = 0
+        self.train_exe = g.compile(
+            {self.x: ShapedType(self.input_shape(batch), F32),
+             self.labels: ShapedType([batch], DataType.int32),
+             self.b1p: ShapedType([], F32), self.b2p: ShapedType([], F32)},
+            [self.loss, self.correct], self.updates, device=device)
+        self.eval_exe = g.compile({self.x_eval: ShapedType(self.input_shape(eval_batch), F32)},
+                                  [self.pred_eval], device=device)
+
+    # subclasses: input_shape(batch), to_input(images [n, 8, 8]) and
+    # forward(x, batch, build) -> logits [batch, 10]
+    def param(self, shape: list[int], fan_in: int, name: str, zero: bool = False) -> Tensor:
+        """A trainable variable (He-initialised unless zero), created once."""
+        init = (np.zeros(shape) if zero else
+                self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        t = self.g.variable(init, shape, F32, name=name)
+        self.params.append(t)
+        return t
+
+    def _argmax(self, logits: Tensor) -> Tensor:
+        g = self.g
+        mx = g.reductionMaximum(logits, axis=-1)
+        return g.equal(logits, mx)  # one-hot of the maximum (ties: several)
+
+    def _correct(self, logits: Tensor, batch: int) -> Tensor:
+        g = self.g
+        hit = g.multiplication(g.cast(self._argmax(logits), F32),
+                               g.oneHot(self.labels, 10, dataType=F32))
+        return g.reductionSum(hit, axes=[0, 1])
+
+    def train_step(self, xb: np.ndarray, yb: np.ndarray) -> tuple[float, float]:
+        self.step += 1
+        loss, correct = self.train_exe.run([self.to_input(xb), yb, np.float32(0.9 ** self.step),
+                                            np.float32(0.999 ** self.step)])
+        return float(loss.numpy().reshape(-1)[0]), float(correct.numpy().reshape(-1)[0])
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        (pred,) = self.eval_exe.run([self.to_input(x)])
+        p = pred.numpy()
+        return float(np.mean(np.argmax(p, axis=-1) == y))
+
+
+class CNN(Model):
+    """conv 3x3 (1->16, TF_SAME) + bias + reLU -> conv 3x3 stride 2 (16->32, TF_SAME) + bias +
+    reLU -> dense 512->10. NHWC data, HWIO weights."""
+
+    def input_shape(self, batch: int) -> list[int]:
+        return [batch, 8, 8, 1]
+
+    def to_input(self, images: np.ndarray) -> np.ndarray:
+        return images.reshape(len(images), 8, 8, 1)
+
+    def forward(self, x: Tensor, batch: int, build: bool = True) -> Tensor:
+        g = self.g
+        if build:
+            self.w1 = self.param([3, 3, 1, 16], 9, "conv1")
+            self.b1 = self.param([16], 1, "conv1_bias", zero=True)
+            self.w2 = self.param([3, 3, 16, 32], 144, "conv2")
+            self.b2 = self.param([32], 1, "conv2_bias", zero=True)
+            self.w3 = self.param([512, 10], 512, "dense")
+            self.b3 = self.param([10], 1, "dense_bias", zero=True)
+        d1 = Convolution2DOpDescriptor(paddingStyle=PaddingStyle.TF_SAME, dataLayout=L.NHWC,
+                                       weightsLayout=L.HWIO)
+        d2 = Convolution2DOpDescriptor(strideInX=2, strideInY=2,
+                                       paddingStyle=PaddingStyle.TF_SAME, dataLayout=L.NHWC,
+                                       weightsLayout=L.HWIO)
+        h = g.reLU(g.addition(g.convolution2D(x, self.w1, d1), self.b1))
+        h = g.reLU(g.addition(g.convolution2D(h, self.w2, d2), self.b2))
+        h = g.reshape(h, shape=[batch, 512])
+        return g.addition(g.matrixMultiplication(h, self.w3), self.b3)
+
+
+class LSTMClassifier(Model):
+    """Each image is a sequence of 8 rows of 8 pixels: LSTM (H=64) over the rows, the last
+    state -> dense 64->10."""
+
+    H = 64
+
+    def input_shape(self, batch: int) -> list[int]:
+        return [8, batch, 8]  # time-major [T, N, I]
+
+    def forward(self, x: Tensor, batch: int, build: bool = True) -> Tensor:
+        g, H = self.g, self.H
+        if build:
+            self.wr = self.param([4 * H, H], H, "recurrentWeight")
+            self.wi = self.param([4 * H, 8], 8, "inputWeight")
+            bias = np.zeros(4 * H, np.float32)
+            bias[H:2 * H] = 1.0  # forget gate bias 1 (a common LSTM initialisation)
+            self.bias = g.variable(bias, [4 * H], F32, name="bias")
+            self.params.append(self.bias)
+            self.wd = self.param([H, 10], H, "dense")
+            self.bd = self.param([10], 1, "dense_bias", zero=True)
+        (state,) = g.LSTM(x, self.wr, inputWeight=self.wi, bias=self.bias,
+                          descriptor=LSTMDescriptor())
+        last = g.reshape(g.sliceTensor(state, dimension=0, start=7, length=1), shape=[batch, H])
+        return g.addition(g.matrixMultiplication(last, self.wd), self.bd)
+
+    def to_input(self, images: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(images.transpose(1, 0, 2))  # rows are the time steps
+
+
+MODELS = {"cnn": (CNN, 0.005, 20), "lstm": (LSTMClassifier, 0.01, 30)}  # class, lr, epochs
+
+
+def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, batch: int = 32,
+          progress: bool = True, limit_batches: int | None = None) -> History:
+    """Train one model; returns the per-epoch history."""
+    from tqdm import tqdm
+
+    x_tr, x_te, y_tr, y_te = data
+    cls, lr, default_epochs = MODELS[kind]
+    epochs = default_epochs if epochs is None else epochs
+    model = cls(batch, len(x_te), lr, seed, device)
+    rng = np.random.default_rng(seed)
+    hist = History()
+    t0 = time.perf_counter()
+    n_batches = len(x_tr) // batch
+    if limit_batches:
+        n_batches = min(n_batches, limit_batches)
+    for epoch in range(epochs):
+        perm = rng.permutation(len(x_tr))
+        losses, correct = [], 0.0
+        bar = tqdm(range(n_batches), desc=f"{kind} epoch {epoch + 1}/{epochs}", leave=False,
+                   disable=not progress, ncols=90, mininterval=0.5)
+        for b in bar:
+            idx = perm[b * batch:(b + 1) * batch]
+            loss, corr = model.train_step(x_tr[idx], y_tr[idx])
+            losses.append(loss)
+            correct += corr
+            bar.set_postfix(loss=f"{np.mean(losses):.4f}")
+        hist.loss.append(float(np.mean(losses)))
+        hist.train_acc.append(correct / (n_batches * batch))
+        hist.test_acc.append(model.accuracy(x_te, y_te))
+        if progress:
+            tqdm.write(f"{kind} epoch {epoch + 1:>2}/{epochs}: loss {hist.loss[-1]:.4f}, "
+                       f"train acc {hist.train_acc[-1]:.3f}, test acc {hist.test_acc[-1]:.3f}")
+    hist.seconds = time.perf_counter() - t0
+    return hist
+
+
+def plot(histories: dict[str, History], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for (name, h), color in zip(histories.items(), ("tab:blue", "tab:orange")):
+        ep = np.arange(1, len(h.loss) + 1)
+        a1.plot(ep, h.loss, color=color, label=f"{name} train loss")
+        a2.plot(ep, h.train_acc, "--", color=color, label=f"{name} train")
+        a2.plot(ep, h.test_acc, color=color, label=f"{name} test")
+    a1.set(xlabel="epoch", ylabel="softmax cross-entropy (mean)", yscale="log",
+           title="training loss")
+    a2.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0.5, 1.0))
+    for a in (a1, a2):
+        a.grid(alpha=0.3)
+        a.legend()
+    fig.suptitle("mpsgraph demo: digits (8x8), trained with gradientForPrimaryTensor + adam")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mpsgraph demo", description=__doc__)
+    p.add_argument("--device", default=None, help="cpu (default), torch-cpu, cuda, cuda:N")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="epochs per model (default: cnn 20, lstm 30)")
+    p.add_argument("--model", choices=["cnn", "lstm", "both"], default="both")
+    p.add_argument("--out", default="out", help="folder for the PNG (default: ./out)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401
+        import sklearn  # noqa: F401
+        import tqdm  # noqa: F401
+    except ImportError as e:
+        print(f"error: the demo needs its extra: pip install -e '.[demo]' ({e})")
+        return 2
+    device = resolve_device(args.device)
+    device.backend()
+    data = load_digits_split(args.seed)
+    kinds = ["cnn", "lstm"] if args.model == "both" else [args.model]
+    print(f"digits: {len(data[0])} train / {len(data[1])} test images; device {device.key}")
+    hist = {k: train(k, data, args.epochs, device, args.seed) for k in kinds}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "demo_curves.png")
+    plot(hist, path)
+    for k, h in hist.items():
+        print(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}% after {len(h.loss)} epochs "
+              f"({h.seconds:.1f} s)")
+    print(f"curves: {path}")
+    return 0
