@@ -34,7 +34,8 @@ def loss_f64(p, onehot):
 
 def test_gradient_of_mixed_graph_matches_finite_differences(rng):
     p = {"x": rng.standard_normal((N, C, S, S)), "w1": rng.standard_normal((O, C, 3, 3)) * 0.5,
-         "R": rng.standard_normal((4 * H, H)) * 0.5, "Wi": rng.standard_normal((4 * H, O * S)) * 0.3,
+         "R": rng.standard_normal((4 * H, H)) * 0.5,
+         "Wi": rng.standard_normal((4 * H, O * S)) * 0.3,
          "b": rng.standard_normal(4 * H) * 0.1, "Wd": rng.standard_normal((H, K)),
          "bd": rng.standard_normal(K) * 0.1}
     labels = np.array([1, 3])

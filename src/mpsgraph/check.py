@@ -293,7 +293,7 @@ def _lstm_case(rng, device, opts: dict) -> tuple[float, float]:
     state, cell, z = g.LSTM(ph["x"], ph["R"], mask=mk, descriptor=d, **kw)
     dstate_v = rng.standard_normal((T, N, D * H))
     dstate = g.constant(dstate_v.astype(np.float32))
-    extra, loss_terms = {}, []
+    extra = {}
     cg = opts.get("cellGradient")
     if cg == "final":
         dcf = rng.standard_normal((N, D * H))

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .autodiff import AutodiffOps
 from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, ShapeError, op_error
 from .ops._registry import OPS, InferContext
-from .autodiff import AutodiffOps
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
 from .ops.convolution import ConvolutionOps

@@ -71,6 +71,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.rnn import LSTMAttrs
+from . import kernel
+
 _NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
 
 __all__ = ["lstm_forward", "lstm_backward"]
@@ -481,8 +484,6 @@ def _backward_direction(*, dA, work, dstate, zs, cell, R, h0, c0, mask_seq, peep
 # ----------------------------------------------------------------------------------------------
 # graph kernels: canonicalise the op's arguments, call the kernels above, shape the results
 # ----------------------------------------------------------------------------------------------
-from . import kernel  # noqa: E402
-from ...ops.rnn import LSTMAttrs  # noqa: E402
 
 
 def _state(a: np.ndarray | None, n: int, dh: int) -> np.ndarray | None:
