@@ -54,3 +54,13 @@ def test_check_lstm_fails_on_a_wrong_gradient(monkeypatch, capsys):
     assert cli.main(["check", "--suite", "lstm"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "LSTMGradients" in out
+
+
+def test_check_ops_fails_on_a_wrong_gradient_kernel(monkeypatch, capsys):
+    from mpsgraph.backends.numpy import KERNELS
+
+    good = KERNELS["sigmoidGradient"]
+    monkeypatch.setitem(KERNELS, "sigmoidGradient",
+                        lambda *a: (good(*a) * np.float32(1.01)).astype(good(*a).dtype))
+    assert cli.main(["check", "--suite", "ops"]) == 1
+    assert "sigmoid" in capsys.readouterr().out

@@ -18,7 +18,7 @@ import numpy as np
 from .descriptors import Convolution2DOpDescriptor
 from .graph import Graph
 from .runtime.device import Device
-from .types import DataType, PaddingStyle, RNNActivation, ShapedType
+from .types import DataType, LossReductionType, PaddingStyle, RNNActivation, ShapedType
 from .types import TensorNamedDataLayout as L
 
 # ----------------------------------------------------------------------------- f64 references
@@ -385,9 +385,124 @@ def lstm_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
     yield bwd
 
 
+# ----------------------------------------------------------------------------- model ops
+def _ops_table():
+    """(family, op, build(g, *tensors), f64 reference(*arrays), input shapes, input domain)."""
+    from .descriptors import Pooling2DOpDescriptor
+
+    def pool_ref(x, kind):  # 2x2 windows, stride 2, NCHW
+        n, c, h, w = x.shape
+        v = x.reshape(n, c, h // 2, 2, w // 2, 2)
+        return v.max(axis=(3, 5)) if kind == "max" else v.mean(axis=(3, 5))
+
+    def ce_ref(logits, labels):
+        z = logits - logits.max(-1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+        return np.array([-(labels * logp).sum() / logits.shape[0]])
+
+    pool = Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
+    sm = lambda a: np.exp(a - a.max(-1, keepdims=True)) / np.exp(  # noqa: E731
+        a - a.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    return [
+        ("arithmetic", "addition", lambda g, a, b: g.addition(a, b), np.add,
+         [(2, 3), (3,)], "any"),
+        ("arithmetic", "subtraction", lambda g, a, b: g.subtraction(a, b), np.subtract,
+         [(2, 1, 3), (4, 1)], "any"),
+        ("arithmetic", "multiplication", lambda g, a, b: g.multiplication(a, b), np.multiply,
+         [(2, 3), (2, 3)], "any"),
+        ("arithmetic", "division", lambda g, a, b: g.division(a, b), np.divide,
+         [(3, 2), (2,)], "positive"),
+        ("arithmetic", "negative", lambda g, a: g.negative(a), np.negative, [(5,)], "any"),
+        ("arithmetic", "exponent", lambda g, a: g.exponent(a), np.exp, [(2, 3)], "any"),
+        ("arithmetic", "logarithm", lambda g, a: g.logarithm(a), np.log, [(2, 3)], "positive"),
+        ("arithmetic", "square", lambda g, a: g.square(a), np.square, [(4,)], "any"),
+        ("arithmetic", "squareRoot", lambda g, a: g.squareRoot(a), np.sqrt, [(4,)],
+         "positive"),
+        ("activation", "sigmoid", lambda g, a: g.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)),
+         [(2, 4)], "any"),
+        ("activation", "tanh", lambda g, a: g.tanh(a), np.tanh, [(2, 4)], "any"),
+        ("activation", "reLU", lambda g, a: g.reLU(a), lambda a: np.maximum(a, 0), [(2, 4)],
+         "away0"),
+        ("activation", "softMax", lambda g, a: g.softMax(a, -1), sm, [(3, 5)], "any"),
+        ("matrix", "matrixMultiplication", lambda g, a, b: g.matrixMultiplication(a, b),
+         np.matmul, [(2, 3, 4), (4, 5)], "any"),
+        ("reduction", "reductionSum", lambda g, a: g.reductionSum(a, axes=[0, 2]),
+         lambda a: a.sum(axis=(0, 2), keepdims=True), [(2, 3, 4)], "any"),
+        ("reduction", "reductionMean", lambda g, a: g.reductionMean(a, axis=1),
+         lambda a: a.mean(axis=1, keepdims=True), [(2, 3, 4)], "any"),
+        ("reduction", "reductionMaximum", lambda g, a: g.reductionMaximum(a, axis=-1),
+         lambda a: a.max(axis=-1, keepdims=True), [(3, 4)], "any"),
+        ("shape", "reshape", lambda g, a: g.reshape(a, shape=[3, -1]),
+         lambda a: a.reshape(3, -1), [(2, 3, 2)], "any"),
+        ("shape", "transpose", lambda g, a: g.transpose(a, permutation=[2, 0, 1]),
+         lambda a: a.transpose(2, 0, 1), [(2, 3, 4)], "any"),
+        ("shape", "sliceTensor", lambda g, a: g.sliceTensor(a, dimension=1, start=1, length=2),
+         lambda a: a[:, 1:3], [(2, 4)], "any"),
+        ("shape", "concatTensors", lambda g, a, b: g.concatTensors([a, b], 0),
+         lambda a, b: np.concatenate([a, b], 0), [(2, 3), (1, 3)], "any"),
+        ("loss", "softMaxCrossEntropy",
+         lambda g, a, lab: g.softMaxCrossEntropy(a, lab, -1,
+                                                 reductionType=LossReductionType.mean),
+         lambda a, lab: ce_ref(a, lab).reshape(1, 1), [(4, 5), (4, 5)], "labels"),
+        ("pooling", "maxPooling2D", lambda g, a: g.maxPooling2D(a, pool),
+         lambda a: pool_ref(a, "max"), [(2, 2, 4, 4)], "any"),
+        ("pooling", "avgPooling2D", lambda g, a: g.avgPooling2D(a, pool),
+         lambda a: pool_ref(a, "avg"), [(2, 2, 4, 4)], "any"),
+    ]
+
+
+def ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """The model ops: forward vs a float64 NumPy expression, and the gradient that
+    gradientForPrimaryTensor builds (from each op's gradient rule) vs central finite
+    differences of that expression, along a random direction, for sum(u * op(inputs))."""
+    rows: dict[str, tuple[Row, Row]] = {}
+    for fam, op, build, ref, shapes, domain in _ops_table():
+        if fam not in rows:
+            names = [o for f, o, *_ in _ops_table() if f == fam]
+            rows[fam] = (Row(fam, "forward: " + ", ".join(names), tol=1e-5),
+                         Row(fam, "gradient rules via gradientForPrimaryTensor vs finite "
+                             "differences", tol=1e-4))
+        args = []
+        for i, sh in enumerate(shapes):
+            a = rng.standard_normal(sh)
+            if domain == "positive":
+                a = np.abs(a) + 0.5
+            elif domain == "away0":
+                a = np.sign(a) * (np.abs(a) + 0.1)
+            elif domain == "labels" and i == 1:
+                a = np.eye(sh[-1])[rng.integers(0, sh[-1], sh[0])]
+            args.append(a)
+        g = Graph()
+        ph = [g.placeholder(list(a.shape)) for a in args]
+        y = build(g, *ph)
+        want = ref(*args)
+        u = rng.standard_normal(want.shape)
+        primary = g.reductionSum(g.multiplication(y, g.constant(u.astype(np.float32))),
+                                 axes=list(range(len(want.shape))))
+        diff = [t for t, a in zip(ph, args) if not (domain == "labels" and a is args[-1])]
+        grads = g.gradientForPrimaryTensor(primary, diff)
+        out = g.run({t: a.astype(np.float32) for t, a in zip(ph, args)},
+                    [y, *[grads[t] for t in diff]], device=device)
+        rows[fam][0].add(_rel_err(out[y].numpy(), want), op)
+        eps, num, ana, scale = 1e-6, 0.0, 0.0, 0.0
+        vs = [rng.standard_normal(a.shape) for a in args[:len(diff)]]
+        plus = [a + eps * v for a, v in zip(args, vs)] + args[len(diff):]
+        minus = [a - eps * v for a, v in zip(args, vs)] + args[len(diff):]
+        num = (np.vdot(u, ref(*plus)) - np.vdot(u, ref(*minus))) / (2 * eps)
+        for t, v in zip(diff, vs):
+            gt = out[grads[t]].numpy().astype(np.float64)
+            ana += np.vdot(gt, v)
+            scale += np.vdot(np.abs(gt), np.abs(v))
+        rows[fam][1].add(abs(num - ana) / max(scale, 1.0), op)
+    for fwd, bwd in rows.values():
+        yield fwd
+        yield bwd
+
+
 SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
     "convolution": conv_sweep,
     "lstm": lstm_sweep,
+    "ops": ops_sweep,
 }
 
 
@@ -397,22 +512,25 @@ def run_check(device: Device, suites: list[str] | None = None, seed: int = 0,
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     out(f"mpsgraph check on Device({device.key!r}) (seed {seed})\n")
-    header = f"| {'op':<30} | {'options covered':<96} | {'cases':>5} | {'max rel err':>11} | " \
-             f"{'tol':>7} | result |"
-    out(header)
-    out("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    failed = 0
+    rows: list[Row] = []
     for name in suites or list(SUITES):
-        for row in SUITES[name](device, rng):
-            res = "PASS" if row.ok else "FAIL"
-            failed += not row.ok
-            out(f"| {row.op:<30} | {row.options:<96} | {row.cases:>5} | {row.max_err:>11.2e} | "
-                f"{row.tol:>7.0e} | {res:<6} |")
-            if row.failures and verbose:
-                for f in row.failures:
-                    out(f"    FAIL {f}")
-            elif row.failures:
-                out(f"    FAIL {row.failures[0]} (and {len(row.failures) - 1} more; -v lists)")
+        rows.extend(SUITES[name](device, rng))
+    wo = max(len(r.op) for r in rows)
+    wd = max(len(r.options) for r in rows)
+    out(f"| {'op':<{wo}} | {'options covered':<{wd}} | cases | max rel err |     tol | result |")
+    out(f"|{'-' * (wo + 2)}|{'-' * (wd + 2)}|-------|-------------|---------|--------|")
+    failed = 0
+    for row in rows:
+        res = "PASS" if row.ok else "FAIL"
+        failed += not row.ok
+        out(f"| {row.op:<{wo}} | {row.options:<{wd}} | {row.cases:>5} | {row.max_err:>11.2e} | "
+            f"{row.tol:>7.0e} | {res:<6} |")
+        if row.failures:
+            shown = row.failures if verbose else row.failures[:1]
+            for f in shown:
+                out(f"    FAIL {f}")
+            if not verbose and len(row.failures) > 1:
+                out(f"    (and {len(row.failures) - 1} more; -v lists them)")
     out(f"\n{'all PASS' if not failed else f'{failed} rows FAIL'} "
-        f"({time.perf_counter() - t0:.1f} s)")
+        f"({sum(r.cases for r in rows)} cases, {time.perf_counter() - t0:.1f} s)")
     return 1 if failed else 0
