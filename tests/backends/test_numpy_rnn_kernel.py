@@ -22,10 +22,10 @@ import warnings
 import ml_dtypes
 import numpy as np
 import pytest
-from tests.oracles import gradcheck
-from tests.oracles import lstm_f64 as oracle
 
 from mpsgraph.backends.numpy import rnn
+from oracles import gradcheck
+from oracles import lstm_f64 as oracle
 
 NONE, RELU, TANH, SIGMOID, HARD_SIGMOID = range(5)
 DEFAULT_ACTS = (SIGMOID, SIGMOID, TANH, SIGMOID, TANH)
@@ -94,9 +94,10 @@ def make_problem(rng, *, direction="fwd", fgl=False, peep=False, mask="nomask",
     a["b"] = rng.standard_normal(D * G) * 0.3 + np.tile(gate_shift, D) if present["b"] else None
     a["h0"] = rng.standard_normal((N, D * H)) if present["h0"] else None
     a["c0"] = rng.standard_normal((N, D * H)) if present["c0"] else None
-    a["mask"] = {"nomask": None,
-                 "mask-state": rng.uniform(0.2, 1.5, (N, D * H)),
-                 "mask-seq": rng.uniform(0.2, 1.5, (T, N, D * H))}[mask]
+    mshape = {"nomask": None, "mask-state": (N, D * H), "mask-seq": (T, N, D * H)}[mask]
+    # dropout-like: zeros and scales
+    a["mask"] = None if mshape is None else (rng.uniform(0.5, 1.5, mshape)
+                                             * (rng.uniform(size=mshape) > 0.25))
     a["peephole"] = rng.standard_normal((D, G)) * 0.5 if peep else None
     g = {"dstate": rng.standard_normal((T, N, D * H)),
          "dh_final": rng.standard_normal((N, D * H)) if "dh" in grads else None,

@@ -23,7 +23,8 @@ def act(kind, a):
     if kind == 2:
         return np.tanh(a)
     if kind == 3:
-        return 1.0 / (1.0 + np.exp(-a))
+        with np.errstate(over="ignore"):                 # exp(-a) = inf gives sigmoid 0
+            return 1.0 / (1.0 + np.exp(-a))
     if kind == 4:
         return np.clip(0.2 * a + 0.5, 0.0, 1.0)
     raise ValueError(kind)

@@ -152,7 +152,8 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
     xp = _padded(x_nhwc, a, wd)
     hp = xp.shape[1]
     if g > 1 and cg == 1:  # depthwise: one multiply-accumulate over zero-copy tap views
-        wt = np.asarray(w_hwio, dtype=wd).reshape(kh, kw, g, og)
+        # einsum is fast only on contiguous operands (the views of the taps aside)
+        wt = np.ascontiguousarray(w_hwio, dtype=wd).reshape(kh, kw, g, og)
         v = _taps(xp, kh, kw, ho, wo, a.stride, a.dilation)
         if og == 1:
             y = np.einsum("pqc,nhwpqc->nhwc", wt[..., 0], v)
@@ -203,7 +204,7 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
         dyp = np.zeros((n, hp + ey, wp + ex, g, og), wd)
         dyp[:, ey: ey + sy * (ho - 1) + 1: sy, ex: ex + sx * (wo - 1) + 1: sx] = dy_nhwc.reshape(
             n, ho, wo, g, og)
-        wf = np.asarray(w_hwio[::-1, ::-1], dtype=wd).reshape(kh, kw, g, og)
+        wf = np.ascontiguousarray(w_hwio[::-1, ::-1], dtype=wd).reshape(kh, kw, g, og)
         v = _taps(dyp.reshape(n, hp + ey, wp + ex, o), kh, kw, hp, wp, (1, 1), a.dilation)
         if og == 1:
             np.einsum("pqc,nhwpqc->nhwc", wf[..., 0], v, out=dxp)
@@ -254,7 +255,7 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
     xp = _padded(x_nhwc, a, wd)
     hp = xp.shape[1]
     if g > 1 and cg == 1:  # depthwise: one reduction over n, h, w of zero-copy tap views
-        dy5 = np.asarray(dy_nhwc, dtype=wd).reshape(n, ho, wo, g, og)
+        dy5 = np.ascontiguousarray(dy_nhwc, dtype=wd).reshape(n, ho, wo, g, og)
         v = _taps(xp, kh, kw, ho, wo, a.stride, a.dilation)
         if og == 1:
             dw = np.einsum("nhwpqc,nhwc->pqc", v, dy5[..., 0]).reshape(kh, kw, 1, o)
