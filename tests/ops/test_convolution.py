@@ -117,11 +117,14 @@ def test_sweep_against_f64_loops_and_torch(rng, style, dl, wl, s, r, gname):
     ((3, 2), (2, 1), (2, 2, 0, 3), (3, 1), (10, 7)),
     ((1, 1), (1, 1), (0, 0, 0, 0), (1, 1), (5, 5)),
     ((2, 2), (1, 1), (0, 0, 0, 0), (1, 1), (6, 5)),
+    ((1, 1), (1, 1), (2, 1, 3, 0), (1, 1), (5, 6)),  # padding wider than the kernel
+    ((1, 1), (1, 2), (3, 3, 3, 3), (2, 2), (4, 4)),
+    ((1, 1), (2, 1), (0, 4, 1, 0), (2, 3), (5, 7)),
 ])
 @pytest.mark.parametrize("gname", list(GROUPS))
 def test_asymmetric_configs(rng, stride, dilation, pads, k, hw, gname):
     groups, C, O = GROUPS[gname]
-    for dl, wl in (("NCHW", "OIHW"), ("NHWC", "HWIO")):
+    for dl, wl in itertools.product(("NCHW", "NHWC"), ("OIHW", "HWIO")):
         c = Case(rng, "explicit", dl, wl, stride, dilation, groups, C, O, hw=hw, k=k, pads=pads)
         for g_, w_ in zip(c.run_all(), c.refs()):
             _close(g_, w_, 1e-5, 1e-6)

@@ -11,10 +11,14 @@ rates, pt/pl the resolved top/left padding, xp the zero-padded source):
     weights     dw = col^T @ dy                                             # one GEMM per group
     data        dcol = dy @ w^T;  dxp[tap(p, q)] += dcol[:, (p, q)]          # GEMM, then col2im
 
-(M = N*Ho*Wo.) Groups are the batch axis of one batched matmul. Depthwise convolution (one
-input channel per group) has no useful GEMM: it is a multiply-accumulate per tap over the whole
-tensor. The only Python loops are over the kH*kW taps. float16/bFloat16 are computed in float32
-and rounded once at the end.
+(M = N*Ho*Wo.) Groups are the batch axis of one batched matmul. With one group and no
+horizontal dilation the kW taps of a kernel row are adjacent in memory, so `col` is built with
+kH copies of kW*C-long runs (an overlapping strided view), not kH*kW; a 1x1 kernel at stride 1
+needs no copy at all. `col` is built for a slice of the batch at a time so that it stays below
+_COL_BYTES (a 64 MiB default). Depthwise convolution (one input channel per group) has no useful
+GEMM: it is one einsum over zero-copy, overlapping views of the taps. The only Python loops are
+over the kernel taps (and batch chunks of a large im2col). float16/bFloat16 are computed in
+float32 and rounded once at the end.
 """
 
 from __future__ import annotations
@@ -75,44 +79,37 @@ def _taps(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, stride, dilation) 
                       writeable=False)
 
 
+_COL_BYTES = 64 << 20
+
+
 def _im2col(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, g: int, a: Conv2DAttrs
             ) -> np.ndarray:
-    """[N, Ho, Wo, G, kH, kW, Cg]: every tap of every group, side by side (strides > 1)."""
-    n, _, _, c = xp.shape
+    """[N*Ho*Wo, G, kH*kW*Cg]: every tap of every group, side by side."""
+    n, hp, wp, c = xp.shape
     cg = c // g
+    m = n * ho * wo
+    (sy, sx), (ry, rx) = a.stride, a.dilation
+    if kh == kw == 1 and sy == sx == 1 and (ho, wo) == (hp, wp) and xp.flags.c_contiguous:
+        return xp.reshape(m, g, cg)  # a 1x1 kernel: the source itself
+    if g == 1 and rx == 1:  # the kW taps of a row are one run of kW*C values
+        col = np.empty((n, ho, wo, kh, kw * c), xp.dtype)
+        sn, sh, sw, sc = xp.strides
+        for p in range(kh):
+            run = as_strided(xp[:, p * ry:], (n, ho, wo, kw * c), (sn, sy * sh, sx * sw, sc),
+                             writeable=False)
+            col[:, :, :, p, :] = run
+        return col.reshape(m, 1, kh * kw * c)
     col = np.empty((n, ho, wo, g, kh, kw, cg), xp.dtype)
     for p in range(kh):
         for q in range(kw):
             col[:, :, :, :, p, q, :] = _tap(xp, p, q, ho, wo, a).reshape(n, ho, wo, g, cg)
-    return col
+    return col.reshape(m, g, kh * kw * cg)
 
 
-def _rowcol(xp: np.ndarray, kw: int, wo: int, g: int, a: Conv2DAttrs) -> np.ndarray:
-    """[N, Hp, Wo, G, kW, Cg]: the kW taps of each row, side by side (the width half of im2col).
-
-    With vertical stride 1, tap row p of output row i is padded row i + p*ry, so on the flat
-    [N*Hp*Wo, ...] grid every tap row is the SAME contiguous block shifted by p*ry*Wo rows: each
-    of the kH GEMMs reads this array in place, and im2col costs kW (not kH*kW) copies."""
-    n, hp, wp, c = xp.shape
-    cg = c // g
-    sx, rx = a.stride[1], a.dilation[1]
-    if kw == 1 and sx == 1 and wo == wp:
-        return xp.reshape(n, hp, wo, g, 1, cg)
-    out = np.empty((n, hp, wo, g, kw, cg), xp.dtype)
-    for q in range(kw):
-        out[:, :, :, :, q, :] = xp[:, :, q * rx: q * rx + sx * (wo - 1) + 1: sx, :].reshape(
-            n, hp, wo, g, cg)
-    return out
-
-
-def _grid(y: np.ndarray, hp: int) -> np.ndarray:
-    """[N, Ho, Wo, C] placed in the top rows of a zero [N, Hp, Wo, C] grid."""
-    n, ho, wo, c = y.shape
-    if ho == hp:
-        return y
-    out = np.zeros((n, hp, wo, c), y.dtype)
-    out[:, :ho] = y
-    return out
+def _batch_chunks(n: int, per_sample_bytes: int) -> list[slice]:
+    """Slices of the batch such that each im2col stays below _COL_BYTES."""
+    step = max(1, _COL_BYTES // max(per_sample_bytes, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)] or [slice(0, 0)]
 
 
 def _bmm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -140,17 +137,53 @@ def _data_perm(a: Conv2DAttrs) -> tuple[int, ...] | None:
     return None if a.data_layout == L.NHWC else (0, 3, 1, 2)
 
 
+def _gemm_forward(xp: np.ndarray, w_hwio: np.ndarray, g: int, ho: int, wo: int,
+                  a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
+    """y [N, Ho, Wo, O] = im2col(xp) @ w, one GEMM per group and batch chunk."""
+    n = xp.shape[0]
+    kh, kw, cg, o = w_hwio.shape
+    og, k = o // g, kh * kw * cg
+    wg = _row_weights(w_hwio, g, wd).transpose(1, 0, 2, 3).reshape(g, k, og)
+    y = np.empty((n, ho, wo, g, og), wd)
+    for b in _batch_chunks(n, ho * wo * g * k * wd.itemsize):
+        nb = b.stop - b.start
+        col = _im2col(xp[b], kh, kw, ho, wo, g, a).transpose(1, 0, 2)  # [G, M, K]
+        _bmm(col, wg, out=y[b].reshape(nb * ho * wo, g, og).transpose(1, 0, 2))
+    return y.reshape(n, ho, wo, o)
+
+
+def _nchw_pointwise(a: Conv2DAttrs, kh: int, kw: int) -> bool:
+    """A 1x1, stride-1, unpadded NCHW convolution: per image one [O, C] @ [C, H*W] product,
+    with no layout change at all."""
+    return (a.data_layout == L.NCHW and kh == kw == 1 and a.stride == (1, 1)
+            and not any(a.pads))
+
+
+def _pointwise_weights(w: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
+    """1x1 weights as [G, Og, Cg]."""
+    g = a.groups
+    if a.weights_layout == L.OIHW:
+        o, cg = w.shape[:2]
+        return np.asarray(w, dtype=wd).reshape(g, o // g, cg)
+    cg, o = w.shape[2:]
+    return np.asarray(w, dtype=wd).reshape(cg, g, o // g).transpose(1, 2, 0)
+
+
 @kernel("convolution2D")
 def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
-    x_nhwc, w_hwio = _nhwc(x, a.data_layout), _hwio(w, a.weights_layout)
     wd = _work_dtype(x.dtype)
+    if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
+        n, c, h, wdt = x.shape
+        x4 = np.asarray(x, dtype=wd).reshape(n, a.groups, c // a.groups, h * wdt)
+        y = np.matmul(_pointwise_weights(w, a, wd), x4)  # [N, G, Og, H*W]
+        return _finish(y.reshape(a.out_shape), None, x.dtype)
+    x_nhwc, w_hwio = _nhwc(x, a.data_layout), _hwio(w, a.weights_layout)
     n = x_nhwc.shape[0]
     kh, kw, cg, o = w_hwio.shape
     g = a.groups
     og = o // g
     ho, wo = _out_hw(a)
     xp = _padded(x_nhwc, a, wd)
-    hp = xp.shape[1]
     if g > 1 and cg == 1:  # depthwise: one multiply-accumulate over zero-copy tap views
         # einsum is fast only on contiguous operands (the views of the taps aside)
         wt = np.ascontiguousarray(w_hwio, dtype=wd).reshape(kh, kw, g, og)
@@ -159,34 +192,21 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
             y = np.einsum("pqc,nhwpqc->nhwc", wt[..., 0], v)
         else:
             y = np.einsum("pqcm,nhwpqc->nhwcm", wt, v).reshape(n, ho, wo, o)
-    elif a.stride[0] == 1:  # row im2col; tap rows are shifted blocks of the flat grid
-        r, step = n * hp * wo, a.dilation[0] * wo
-        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
-        A = _rowcol(xp, kw, wo, g, a).reshape(r, g, kw * cg).transpose(1, 0, 2)
-        wr = _row_weights(w_hwio, g, wd)
-        yg = np.empty((g, r, og), wd)
-        tmp = np.empty((g, rg, og), wd) if kh > 1 else None
-        for p in range(kh):
-            if p == 0:
-                _bmm(A[:, :rg], wr[0], out=yg[:, :rg])
-            else:
-                _bmm(A[:, p * step: p * step + rg], wr[p], out=tmp)
-                yg[:, :rg] += tmp
-        y = yg.reshape(g, n, hp, wo, og)[:, :, :ho].transpose(1, 2, 3, 0, 4)
-        y = y.reshape(n, ho, wo, o) if g > 1 else y[..., 0, :]
-    else:  # strided: full im2col, one GEMM per group
-        m = n * ho * wo
-        col = _im2col(xp, kh, kw, ho, wo, g, a).reshape(m, g, kh * kw * cg).transpose(1, 0, 2)
-        wg = _row_weights(w_hwio, g, wd).transpose(1, 0, 2, 3).reshape(g, kh * kw * cg, og)
-        y = _bmm(col, wg).transpose(1, 0, 2).reshape(n, ho, wo, o)
+    else:
+        y = _gemm_forward(xp, w_hwio, g, ho, wo, a, wd)
     return _finish(y, _data_perm(a), x.dtype)
 
 
 @kernel("convolution2DDataGradient")
 def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.ndarray | None,
                               a: Conv2DAttrs) -> np.ndarray:
-    dy_nhwc, w_hwio = _nhwc(dy, a.data_layout), _hwio(w, a.weights_layout)
     wd = _work_dtype(dy.dtype)
+    if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
+        n, o, h, wdt = dy.shape
+        dy4 = np.asarray(dy, dtype=wd).reshape(n, a.groups, o // a.groups, h * wdt)
+        dx = np.matmul(_pointwise_weights(w, a, wd).transpose(0, 2, 1), dy4)
+        return _finish(dx.reshape(a.out_shape), None, dy.dtype)
+    dy_nhwc, w_hwio = _nhwc(dy, a.data_layout), _hwio(w, a.weights_layout)
     n, ho, wo, o = dy_nhwc.shape
     kh, kw, cg, _ = w_hwio.shape
     g = a.groups
@@ -194,9 +214,27 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
     h, wdt = _out_hw(a)
     c = g * cg
     pt, pb, pl, pr = a.pads
+    depthwise = g > 1 and cg == 1
+    if not depthwise and a.stride == (1, 1):
+        # stride 1: dx[h] = sum_p dy[h + pt - p*ry] w[p] is a forward correlation of dy, padded
+        # by the dilated kernel extent, with the flipped kernel whose I/O are swapped per group
+        (ry, rx) = a.dilation
+        ey, ex = (kh - 1) * ry, (kw - 1) * rx
+        dyp = np.zeros((n, h + ey, wdt + ex, o), wd)
+        oy, ox = ey - pt, ex - pl  # where dy[0, 0] lands (may be < 0: padding > extent)
+        sy0, sx0 = max(0, -oy), max(0, -ox)
+        hh, ww = min(ho - sy0, h + ey - max(oy, 0)), min(wo - sx0, wdt + ex - max(ox, 0))
+        if hh > 0 and ww > 0:
+            dyp[:, max(oy, 0):max(oy, 0) + hh, max(ox, 0):max(ox, 0) + ww] = \
+                dy_nhwc[:, sy0:sy0 + hh, sx0:sx0 + ww]
+        w_t = w_hwio[::-1, ::-1].reshape(kh, kw, cg, g, og).transpose(0, 1, 4, 3, 2)
+        dx = _gemm_forward(dyp, w_t.reshape(kh, kw, og, g * cg), g, h, wdt,
+                           Conv2DAttrs((1, 1), a.dilation, (0, 0, 0, 0), g, L.NHWC, L.HWIO,
+                                       ()), wd)
+        return _finish(dx, _data_perm(a), dy.dtype)
     hp, wp = h + pt + pb, wdt + pl + pr
-    dxp = (np.empty if g > 1 and cg == 1 else np.zeros)((n, hp, wp, c), wd)
-    if g > 1 and cg == 1:
+    dxp = (np.empty if depthwise else np.zeros)((n, hp, wp, c), wd)
+    if depthwise:
         # depthwise: the adjoint is a correlation of dy (dilated by the strides, zero-padded by
         # the dilated kernel extent) with the flipped kernel, over zero-copy tap views
         (sy, sx), (ry, rx) = a.stride, a.dilation
@@ -210,32 +248,20 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
             np.einsum("pqc,nhwpqc->nhwc", wf[..., 0], v, out=dxp)
         else:
             np.einsum("pqcm,nhwpqcm->nhwc", wf, v.reshape(n, hp, wp, kh, kw, g, og), out=dxp)
-    elif a.stride[0] == 1:  # adjoint of the forward's row im2col
-        r, step = n * hp * wo, a.dilation[0] * wo
-        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
-        dyg = _grid(np.asarray(dy_nhwc, dtype=wd), hp).reshape(r, g, og).transpose(1, 0, 2)
-        wrt = _row_weights(w_hwio, g, wd).transpose(0, 1, 3, 2)  # [kH, G, Og, kW*Cg]
-        dA = np.zeros((g, r, kw * cg), wd)
-        tmp = np.empty((g, rg, kw * cg), wd)
-        for p in range(kh):
-            _bmm(dyg[:, :rg], wrt[p], out=tmp)
-            dA[:, p * step: p * step + rg] += tmp
-        dA = dA.reshape(g, n, hp, wo, kw, cg)
-        sx, rx = a.stride[1], a.dilation[1]
-        dxp5 = dxp.reshape(n, hp, wp, g, cg)
-        for q in range(kw):
-            dxp5[:, :, q * rx: q * rx + sx * (wo - 1) + 1: sx] += dA[:, :, :, :, q].transpose(
-                1, 2, 3, 0, 4)
-    else:  # strided: GEMM to columns, then col2im
-        m = n * ho * wo
-        dy3 = np.asarray(dy_nhwc, dtype=wd).reshape(m, g, og).transpose(1, 0, 2)
-        wgt = _row_weights(w_hwio, g, wd).transpose(1, 0, 2, 3).reshape(g, kh * kw * cg, og)
-        dcol = _bmm(dy3, wgt.transpose(0, 2, 1))  # [G, M, kH*kW*Cg]
-        dcol = dcol.reshape(g, n, ho, wo, kh, kw, cg).transpose(1, 2, 3, 0, 4, 5, 6)
-        for p in range(kh):
-            for q in range(kw):
-                tap = _tap(dxp, p, q, ho, wo, a).reshape(n, ho, wo, g, cg)
-                tap += dcol[:, :, :, :, p, q, :]
+    else:  # per batch chunk: GEMM to columns, then col2im (an add per tap)
+        k = kh * kw * cg
+        wgt = _row_weights(w_hwio, g, wd).transpose(1, 3, 0, 2).reshape(g, og, k)
+        dy5 = dy_nhwc.reshape(n, ho, wo, g, og)
+        for b in _batch_chunks(n, ho * wo * g * k * wd.itemsize):
+            nb = b.stop - b.start
+            dy3 = np.asarray(dy5[b], dtype=wd).reshape(nb * ho * wo, g, og).transpose(1, 0, 2)
+            dcol = _bmm(dy3, wgt)  # [G, M, kH*kW*Cg]
+            dcol = dcol.reshape(g, nb, ho, wo, kh, kw, cg).transpose(1, 2, 3, 0, 4, 5, 6)
+            dxb = dxp[b]
+            for p in range(kh):
+                for q in range(kw):
+                    tap = _tap(dxb, p, q, ho, wo, a).reshape(nb, ho, wo, g, cg)
+                    tap += dcol[:, :, :, :, p, q, :]
     dx = dxp[:, pt:pt + h, pl:pl + wdt, :]
     return _finish(dx, _data_perm(a), dy.dtype)
 
@@ -252,8 +278,15 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
         kh, kw, cg, _ = a.out_shape
     else:
         _, cg, kh, kw = a.out_shape
+    if _nchw_pointwise(a, kh, kw):  # sum over images of [Og, H*W] @ [H*W, Cg], per group
+        nn, c, h, wdt = x.shape
+        x4 = np.asarray(x, dtype=wd).reshape(nn, g, cg, h * wdt)
+        dy4 = np.asarray(dy, dtype=wd).reshape(nn, g, og, h * wdt)
+        dwg = np.matmul(dy4, x4.transpose(0, 1, 3, 2)).sum(axis=0)  # [G, Og, Cg]
+        if a.weights_layout == L.OIHW:
+            return _finish(dwg.reshape(a.out_shape), None, dy.dtype)
+        return _finish(dwg.transpose(2, 0, 1).reshape(a.out_shape), None, dy.dtype)
     xp = _padded(x_nhwc, a, wd)
-    hp = xp.shape[1]
     if g > 1 and cg == 1:  # depthwise: one reduction over n, h, w of zero-copy tap views
         dy5 = np.ascontiguousarray(dy_nhwc, dtype=wd).reshape(n, ho, wo, g, og)
         v = _taps(xp, kh, kw, ho, wo, a.stride, a.dilation)
@@ -261,19 +294,15 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
             dw = np.einsum("nhwpqc,nhwc->pqc", v, dy5[..., 0]).reshape(kh, kw, 1, o)
         else:
             dw = np.einsum("nhwpqc,nhwcm->pqcm", v, dy5).reshape(kh, kw, 1, o)
-    elif a.stride[0] == 1:  # per tap row p: dW_p = rowcol(shifted by p)^T @ dy on the grid
-        r, step = n * hp * wo, a.dilation[0] * wo
-        rg = max(r - (kh - 1) * step, 0)  # 0 only when N == 0
-        A = _rowcol(xp, kw, wo, g, a).reshape(r, g, kw * cg).transpose(1, 2, 0)  # [G, K1, R]
-        dyg = _grid(np.asarray(dy_nhwc, dtype=wd), hp).reshape(r, g, og).transpose(1, 0, 2)
-        dwr = np.empty((kh, g, kw * cg, og), wd)
-        for p in range(kh):
-            _bmm(A[:, :, p * step: p * step + rg], dyg[:, :rg], out=dwr[p])
-        dw = dwr.reshape(kh, g, kw, cg, og).transpose(0, 2, 3, 1, 4).reshape(kh, kw, cg, o)
-    else:  # strided: full im2col, one GEMM per group
-        m = n * ho * wo
-        col = _im2col(xp, kh, kw, ho, wo, g, a).reshape(m, g, kh * kw * cg)
-        dy3 = np.asarray(dy_nhwc, dtype=wd).reshape(m, g, og)
-        dwg = _bmm(col.transpose(1, 2, 0), dy3.transpose(1, 0, 2))  # [G, K, Og]
+    else:  # im2col (in batch chunks), dW += col^T @ dy, one GEMM per group and chunk
+        k = kh * kw * cg
+        dy5 = dy_nhwc.reshape(n, ho, wo, g, og)
+        dwg = None
+        for b in _batch_chunks(n, ho * wo * g * k * wd.itemsize):
+            nb = b.stop - b.start
+            col = _im2col(xp[b], kh, kw, ho, wo, g, a)  # [M, G, K]
+            dy3 = np.asarray(dy5[b], dtype=wd).reshape(nb * ho * wo, g, og)
+            part = _bmm(col.transpose(1, 2, 0), dy3.transpose(1, 0, 2))  # [G, K, Og]
+            dwg = part if dwg is None else np.add(dwg, part, out=dwg)
         dw = dwg.reshape(g, kh, kw, cg, og).transpose(1, 2, 3, 0, 4).reshape(kh, kw, cg, o)
     return _finish(dw, None if a.weights_layout == L.HWIO else (3, 2, 0, 1), dy.dtype)
