@@ -42,8 +42,20 @@ def _check_enum(op: str, name: str | None, prop: str, value: object, enum: type[
     raise op_error(DescriptorError, op, f"{argument}.{prop}", expected, given, name)
 
 
+class _ExplicitPadding:
+    """Apple's `setExplicitPaddingWithPaddingLeft(_:paddingRight:paddingTop:paddingBottom:)`."""
+
+    def setExplicitPaddingWithPaddingLeft(
+        self, paddingLeft: int, paddingRight: int, paddingTop: int, paddingBottom: int
+    ) -> None:
+        """Set the four paddings and `paddingStyle = explicit`."""
+        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
+        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
+        self.paddingStyle = PaddingStyle.explicit
+
+
 @dataclass
-class Convolution2DOpDescriptor:
+class Convolution2DOpDescriptor(_ExplicitPadding):
     """`MPSGraphConvolution2DOpDescriptor`.
 
     Defaults: strides and dilation rates 1 (Apple's documented defaults); paddings 0,
@@ -64,14 +76,6 @@ class Convolution2DOpDescriptor:
     paddingStyle: PaddingStyle = PaddingStyle.explicit
     dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCHW
     weightsLayout: TensorNamedDataLayout = TensorNamedDataLayout.OIHW
-
-    def setExplicitPaddingWithPaddingLeft(
-        self, paddingLeft: int, paddingRight: int, paddingTop: int, paddingBottom: int
-    ) -> None:
-        """Set the four paddings and `paddingStyle = explicit` (Apple's method of that name)."""
-        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
-        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
-        self.paddingStyle = PaddingStyle.explicit
 
     def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
                        ) -> Convolution2DOpDescriptor:
@@ -152,7 +156,7 @@ class LSTMDescriptor:
 
 
 @dataclass
-class Pooling2DOpDescriptor:
+class Pooling2DOpDescriptor(_ExplicitPadding):
     """`MPSGraphPooling2DOpDescriptor`.
 
     Positional order is that of Apple's full initialiser `init(kernelWidth:kernelHeight:
@@ -186,14 +190,6 @@ class Pooling2DOpDescriptor:
     includeZeroPadToAverage: bool = False
     returnIndicesMode: int = 0
     returnIndicesDataType: DataType = DataType.int32
-
-    def setExplicitPaddingWithPaddingLeft(
-        self, paddingLeft: int, paddingRight: int, paddingTop: int, paddingBottom: int
-    ) -> None:
-        """Set the four paddings and `paddingStyle = explicit` (Apple's method of that name)."""
-        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
-        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
-        self.paddingStyle = PaddingStyle.explicit
 
     def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
                        ) -> Pooling2DOpDescriptor:

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..errors import DataTypeError, GraphError, ShapeError, op_error
 from ..types import FLOATING, DataType, LossReductionType, ShapedType
+from ._checks import same_float_type
 from ._registry import InferContext, register_op
 from ._shape_math import known
 
@@ -103,21 +104,6 @@ def broadcastable_to(ctx: InferContext, arg: str, target: list[int] | None,
     if not ok:
         raise ctx.error(ShapeError, arg, f"a shape broadcastable to {target} ({target_desc})",
                         shape)
-
-
-def same_float_type(ctx: InferContext, args: tuple[str, ...]) -> DataType:
-    dt = None
-    for a in args:
-        t = ctx.type_of(a)
-        if t is None:
-            continue
-        if t.dataType not in FLOATING:
-            raise ctx.error(DataTypeError, a, "float32, float16 or bFloat16", t.dataType)
-        if dt is None:
-            dt = t.dataType
-        elif t.dataType != dt:
-            raise ctx.error(DataTypeError, a, f"{dt!r} (the dataType of {args[0]})", t.dataType)
-    return dt
 
 
 def _norm_axis(ctx: InferContext, axis: int, rank: int | None, arg: str = "axis") -> int | None:

@@ -47,10 +47,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..descriptors import Pooling2DOpDescriptor
-from ..errors import DataTypeError, ShapeError
-from ..types import FLOATING, DataType, PaddingStyle, ShapedType, TensorNamedDataLayout
+from ..errors import ShapeError
+from ..types import PaddingStyle, ShapedType, TensorNamedDataLayout
+from ._checks import rank4_canonical as _rank4
+from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
-from ._shape_math import UNKNOWN, conv_output_size, from_canonical, known, to_canonical
+from ._shape_math import UNKNOWN, conv_output_size, from_canonical, known
 
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
@@ -95,29 +97,6 @@ def pool_output_size(size: int, k: int, stride: int, dilation: int, style: Paddi
 
 
 # ---------------------------------------------------------------------------- shape rules
-def _check_float(ctx: InferContext, args: tuple[str, ...]) -> DataType:
-    dt = None
-    for a in args:
-        t = ctx.type_of(a)
-        if t.dataType not in FLOATING:
-            raise ctx.error(DataTypeError, a, "float32, float16 or bFloat16", t.dataType)
-        if dt is None:
-            dt = t.dataType
-        elif t.dataType != dt:
-            raise ctx.error(DataTypeError, a, f"{dt!r} (the dataType of {args[0]})", t.dataType)
-    return dt
-
-
-def _rank4(ctx: InferContext, arg: str, layout: TensorNamedDataLayout) -> list[int]:
-    t = ctx.type_of(arg)
-    if t.shape is None:
-        return [UNKNOWN] * 4
-    if len(t.shape) != 4:
-        raise ctx.error(ShapeError, arg, f"a rank-4 tensor ({layout.name})",
-                        f"rank {len(t.shape)} shape {t.shape}")
-    return to_canonical(t.shape, layout)
-
-
 def _forward_shape(ctx: InferContext, src_arg: str):
     """Canonical [N, C, H, W], [N, C, Ho, Wo] and resolved pads of the forward pooling."""
     d: Pooling2DOpDescriptor = ctx.attrs.descriptor

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..descriptors import LSTMDescriptor
-from ..errors import DataTypeError, ShapeError, UnsupportedError
-from ..types import FLOATING, DataType, ShapedType
+from ..errors import ShapeError, UnsupportedError
+from ..types import ShapedType
+from ._checks import same_float_type
 from ._registry import InferContext, register_op
 from ._shape_math import UNKNOWN, known
 
@@ -107,7 +108,7 @@ class _LSTMShapes:
     def __init__(self, ctx: InferContext, d: LSTMDescriptor):
         self.ctx, self.d = ctx, d
         self.D = D = 2 if d.bidirectional else 1
-        self.dtype = self._dtypes()
+        self.dtype = same_float_type(ctx, ctx.input_names)
         rw = ctx.type_of("recurrentWeight").shape
         want_rank = 3 if d.bidirectional else 2
         form = "[2, 4H, H] (bidirectional)" if d.bidirectional else "[4H, H]"
@@ -154,21 +155,6 @@ class _LSTMShapes:
             ok = [[4 * H]] if D == 1 else [[2, 4 * H], [8 * H]]
             if p.shape is not None and [s for s in p.shape] not in ok:
                 raise ctx.error(ShapeError, "peephole", " or ".join(map(str, ok)), p.shape)
-
-    def _dtypes(self) -> DataType:
-        dt = None
-        for n, t in zip(self.ctx.input_names, self.ctx.in_types):
-            if t is None:
-                continue
-            if t.dataType not in FLOATING:
-                raise self.ctx.error(DataTypeError, n, "float32, float16 or bFloat16",
-                                     t.dataType)
-            if dt is None:
-                dt, first = t.dataType, n
-            elif t.dataType != dt:
-                raise self.ctx.error(DataTypeError, n, f"{dt!r} (the dataType of {first})",
-                                     t.dataType)
-        return dt
 
     @property
     def state_shape(self) -> list[int]:
