@@ -23,7 +23,7 @@ def test_check_fails_on_a_wrong_kernel(monkeypatch, capsys):
     good = KERNELS["convolution2DWeightsGradient"]
     monkeypatch.setitem(KERNELS, "convolution2DWeightsGradient",
                         lambda *a: (good(*a) * np.float32(1.001)).astype(good(*a).dtype))
-    assert cli.main(["check"]) == 1
+    assert cli.main(["check", "--device", "cpu"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "convolution2DWeightsGradient" in out
 
@@ -51,7 +51,7 @@ def test_check_lstm_fails_on_a_wrong_gradient(monkeypatch, capsys):
         return tuple(out)
 
     monkeypatch.setitem(KERNELS, "LSTMGradients", bad)
-    assert cli.main(["check", "--suite", "lstm"]) == 1
+    assert cli.main(["check", "--device", "cpu", "--suite", "lstm"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "LSTMGradients" in out
 
@@ -62,5 +62,5 @@ def test_check_ops_fails_on_a_wrong_gradient_kernel(monkeypatch, capsys):
     good = KERNELS["sigmoidGradient"]
     monkeypatch.setitem(KERNELS, "sigmoidGradient",
                         lambda *a: (good(*a) * np.float32(1.01)).astype(good(*a).dtype))
-    assert cli.main(["check", "--suite", "ops"]) == 1
+    assert cli.main(["check", "--device", "cpu", "--suite", "ops"]) == 1
     assert "sigmoid" in capsys.readouterr().out

@@ -421,7 +421,8 @@ def test_dynamic_placeholder_shapes_compile_per_shape(rng, count_conv_infer):
 
 
 # ------------------------------------------------------------------ TensorData
-def test_tensordata_basics():
+def test_tensordata_basics(monkeypatch):
+    monkeypatch.delenv("MPSGRAPH_DEVICE", raising=False)  # the default device is the CPU
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     td = mg.TensorData(a)
     assert td.shape == [2, 3] and td.dataType is DT.float32 and td.device == mg.Device("cpu")

@@ -98,7 +98,10 @@ def test_binary_float(rng, op, dt):
     assert got.dtype == np.dtype(dt)
     # the expectation: float32 math on the same (rounded) inputs, rounded once
     want = BINARY[op](a.astype(np.float32), b.astype(np.float32)).astype(dt)
-    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+    if op == "power" and dt == np.float32:  # libm pow differs between libraries by an ulp
+        np.testing.assert_allclose(got, want, rtol=2.5e-7, atol=0)
+    else:
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16, BF16], ids=["f32", "f16", "bf16"])

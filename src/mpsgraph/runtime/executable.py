@@ -30,6 +30,13 @@ def feed_type(t: Tensor, value: Any) -> ShapedType:
     """The ShapedType of a value fed for placeholder `t` (raises FeedError on a bad dtype)."""
     if isinstance(value, TensorData):
         return ShapedType(value.shape, value.dataType)
+    if type(value).__module__.split(".")[0] == "torch":  # read on the device: no host copy
+        from ..backends.torch import DATA_TYPES
+
+        if value.dtype not in DATA_TYPES:
+            raise op_error(FeedError, "run", f"feeds[{t.name}]", f"{t.dataType!r} data (the "
+                           f"placeholder's dataType)", f"{value.dtype} data")
+        return ShapedType(list(value.shape), DATA_TYPES[value.dtype])
     if not isinstance(value, np.ndarray):
         value = _as_numpy(value) if hasattr(value, "__dlpack__") else np.asarray(value)
     try:
@@ -213,6 +220,7 @@ class Executable:
         self._assigns = assigns
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
+        self._state_slots = {sl for sl, _ in self._consts} | {sl for sl, _ in self._vars}
         # free each slot after its last use (targets and assigned values are kept)
         keep = set(self._target_slots) | {s for _, s in assigns}
         last: dict[int, int] = {}
@@ -264,7 +272,10 @@ class Executable:
             for s in step.free:
                 slots[s] = None
         dev = self.device
-        out = [TensorData._wrap(slots[s], dt, dev)
+        # a target that IS a constant or a variable's storage is handed out as a copy, so
+        # that writing into the result cannot change the graph's state
+        out = [TensorData._wrap(be.copy(slots[s]) if s in self._state_slots else slots[s], dt,
+                                dev)
                for s, dt in zip(self._target_slots, self._target_dtypes)]
         for op, s in self._assigns:
             self.graph._variable_storage[op.inputs[0].operation][dev.key] = be.copy(slots[s])

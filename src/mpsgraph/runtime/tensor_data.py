@@ -54,6 +54,17 @@ class TensorData:
             except (TypeError, ValueError):
                 raise DataTypeError(f"TensorData: argument 'dataType': expected a DataType "
                                     f"with a NumPy representation, given {dataType!r}") from None
+        if (dev.backend_name == "torch" and type(data).__module__.split(".")[0] == "torch"
+                and shape is None and dataType is None):
+            # a torch tensor for a torch device: moved (or kept) there, never via the host
+            from ..backends.torch import DATA_TYPES
+
+            if data.dtype not in DATA_TYPES:
+                raise DataTypeError(f"TensorData: argument 'data': expected a dtype MPSGraph "
+                                    f"has, given {data.dtype}")
+            self.dataType, self.device = DATA_TYPES[data.dtype], dev
+            self._array = data.detach().to(dev.backend().device)
+            return
         if isinstance(data, TensorData):
             arr = data.numpy()
         elif isinstance(data, (bytes, bytearray, memoryview)):

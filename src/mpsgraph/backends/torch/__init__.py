@@ -1,0 +1,217 @@
+"""The torch backend: the same kernels as the NumPy backend, on torch tensors of one torch.device
+(`Device("torch-cpu")` -> cpu, `Device("cuda")` / `Device("cuda:N")` -> an NVIDIA GPU).
+
+Kernels are plain functions `kernel(*input_tensors, attrs) -> tensor | tuple[tensor, ...]`,
+registered by Swift op name with `@kernel("convolution2D")` in the module of their op family,
+exactly as in the NumPy backend (the reference semantics). Every tensor a kernel creates lives
+on the device of its inputs. torch is imported only here, never by `import mpsgraph`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import FeedError, UnsupportedError, op_error
+from ...runtime.tensor_data import TensorData, _as_numpy
+from ...types import DataType, ShapedType
+
+try:
+    import torch
+except ImportError as _e:  # get_backend turns this into an UnsupportedError
+    raise ImportError(f"the torch backend needs PyTorch >= 2.4 (pip install torch): {_e}") from _e
+
+import ml_dtypes
+
+KERNELS: dict[str, Callable[..., Any]] = {}
+_FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
+             "shape", "loss", "pooling", "optimizer")
+
+_BF16_NP = np.dtype(ml_dtypes.bfloat16)
+
+TORCH_DTYPES: dict[DataType, torch.dtype] = {
+    DataType.float32: torch.float32,
+    DataType.float16: torch.float16,
+    DataType.bFloat16: torch.bfloat16,
+    DataType.int8: torch.int8,
+    DataType.int16: torch.int16,
+    DataType.int32: torch.int32,
+    DataType.int64: torch.int64,
+    DataType.uInt8: torch.uint8,
+    DataType.bool: torch.bool,
+    DataType.complexFloat32: torch.complex64,
+}
+for _dt, _name in ((DataType.uInt16, "uint16"), (DataType.uInt32, "uint32"),
+                   (DataType.uInt64, "uint64")):  # limited support in torch (>= 2.3)
+    if hasattr(torch, _name):
+        TORCH_DTYPES[_dt] = getattr(torch, _name)
+DATA_TYPES: dict[torch.dtype, DataType] = {v: k for k, v in TORCH_DTYPES.items()}
+
+
+def torch_dtype(dt: DataType) -> torch.dtype:
+    """The torch dtype of a DataType; raises UnsupportedError for one torch has no type for."""
+    try:
+        return TORCH_DTYPES[dt]
+    except KeyError:
+        raise UnsupportedError(f"{dt!r} has no torch representation") from None
+
+
+def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        KERNELS[name] = fn
+        return fn
+
+    return deco
+
+
+_loaded = False
+
+
+def _load_families() -> None:
+    """Import every family module; one that does not exist (yet) is skipped."""
+    global _loaded
+    if _loaded:
+        return
+    for fam in _FAMILIES:
+        name = f"{__name__}.{fam}"
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+    _loaded = True
+
+
+def _torch_device(device: Any) -> torch.device:
+    """The torch.device of a mpsgraph Device (raises UnsupportedError if it is unavailable)."""
+    if device.type == "torch-cpu":
+        return torch.device("cpu")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UnsupportedError(f"Device({device.key!r}): CUDA is not available to torch "
+                                   f"{torch.__version__} (no NVIDIA GPU or a CPU-only build); "
+                                   "use Device('cpu') or Device('torch-cpu')")
+        idx = torch.cuda.current_device() if device.index is None else device.index
+        n = torch.cuda.device_count()
+        if idx >= n:
+            raise UnsupportedError(f"Device({device.key!r}): expected a CUDA index < {n} "
+                                   f"(the number of visible GPUs), given {idx}")
+        return torch.device("cuda", idx)
+    raise UnsupportedError(f"Device({device.key!r}): not a torch device")
+
+
+class Backend:
+    """One instance per torch.device."""
+
+    name = "torch"
+    _instances: dict[str, Backend] = {}
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    @classmethod
+    def for_device(cls, device: Any) -> Backend:
+        tdev = _torch_device(device)
+        key = str(tdev)
+        inst = cls._instances.get(key)
+        if inst is None:
+            _load_families()
+            # float32 means float32 (a later compile option may allow TF32)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            inst = cls._instances[key] = cls(tdev)
+        return inst
+
+    def kernel(self, kind: str) -> Callable[..., Any]:
+        try:
+            return KERNELS[kind]
+        except KeyError:
+            raise UnsupportedError(f"{kind}: no torch kernel") from None
+
+    # ------------------------------------------------------------------ conversions
+    def from_numpy(self, arr: np.ndarray) -> torch.Tensor:
+        """A NumPy array as a tensor on this device (zero-copy on the CPU where possible)."""
+        arr = np.asarray(arr)
+        if arr.dtype == _BF16_NP:
+            t = _np_to_torch(arr.view(np.int16)).view(torch.bfloat16)
+        else:
+            t = _np_to_torch(arr)
+        return t.to(self.device)
+
+    def to_numpy(self, arr: torch.Tensor) -> np.ndarray:
+        t = arr.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        t = t.resolve_conj().resolve_neg()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+
+    def copy(self, arr: torch.Tensor) -> torch.Tensor:
+        return arr.clone()
+
+    def convert_feed(self, value: Any, st: ShapedType, name: str) -> torch.Tensor:
+        want = TORCH_DTYPES.get(st.dataType)
+        if isinstance(value, TensorData):
+            a = value.array
+            t = a if isinstance(a, torch.Tensor) else None
+            if t is None:
+                arr = value.numpy()
+                _check_dtype(arr.dtype, st, str(arr.dtype), name)
+                t = self.from_numpy(arr)
+        elif isinstance(value, torch.Tensor):
+            t = value
+        elif isinstance(value, np.ndarray):
+            _check_dtype(value.dtype, st, str(value.dtype), name)
+            t = self.from_numpy(value)
+        elif hasattr(value, "__dlpack__"):
+            try:
+                t = torch.from_dlpack(value)
+            except (TypeError, RuntimeError, BufferError):
+                arr = _as_numpy(value)
+                _check_dtype(arr.dtype, st, str(arr.dtype), name)
+                t = self.from_numpy(arr)
+        else:
+            arr = _as_numpy(value)
+            _check_dtype(arr.dtype, st, str(arr.dtype), name)
+            t = self.from_numpy(arr)
+        if t.dtype != want:
+            raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
+                           f"({want}; no implicit casts)", f"{t.dtype} data")
+        if tuple(t.shape) != st._shape:
+            raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
+                           list(t.shape))
+        if t.requires_grad:
+            t = t.detach()
+        if t.device != self.device:
+            t = t.to(self.device)
+        return t
+
+
+def _check_dtype(npdt: np.dtype, st: ShapedType, given: str, name: str) -> None:
+    try:
+        want = st.dataType.numpy_dtype
+    except TypeError:
+        want = None
+    if npdt != want:
+        raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
+                       f"({want}; no implicit casts)", f"{given} data")
+
+
+def _np_to_torch(arr: np.ndarray) -> torch.Tensor:
+    """torch.from_numpy, copying only what torch cannot view (read-only, byte-swapped or
+    negatively strided arrays)."""
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if not arr.flags.writeable or any(s < 0 for s in arr.strides):
+        arr = np.array(arr, copy=True)
+    try:
+        return torch.from_numpy(arr)
+    except (TypeError, ValueError):  # strides torch cannot express (not whole elements)
+        return torch.from_numpy(np.array(arr, copy=True))
+
+
+__all__ = ["Backend", "kernel", "KERNELS", "TORCH_DTYPES", "DATA_TYPES", "torch_dtype"]

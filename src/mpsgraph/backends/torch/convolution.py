@@ -1,0 +1,127 @@
+"""torch kernels of the convolution family, through `torch.ops.aten.convolution` and
+`torch.ops.aten.convolution_backward` (cuDNN on CUDA, oneDNN / native kernels on the CPU).
+
+Layouts are handled as views, never copies: NHWC data `x` is viewed as NCHW with
+`x.permute(0, 3, 1, 2)` (for a contiguous NHWC tensor that IS a channels_last NCHW tensor, which
+both cuDNN and oneDNN take natively), and HWIO weights as OIHW with `w.permute(3, 2, 0, 1)`.
+Results come back in the user's layout (the channels_last result permuted back is contiguous
+NHWC). Symmetric padding is the convolution's own `padding`; the asymmetric remainder is a zero
+pad of the source (forward, weights gradient) or, for the data gradient, the gradient of a
+larger virtual source that is then sliced. float16/bFloat16 run natively on CUDA (cuDNN
+accumulates in float32) and in float32 on the CPU, rounded once.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...ops.convolution import Conv2DAttrs
+from ...types import TensorNamedDataLayout as L
+from . import kernel
+
+_aten = torch.ops.aten
+
+
+def _nchw(x: torch.Tensor, layout: L) -> torch.Tensor:
+    return x.permute(0, 3, 1, 2) if layout == L.NHWC else x
+
+
+def _user_data(y: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
+    """NCHW result -> the user's layout and dtype, contiguous (one copy at most)."""
+    return (y.permute(0, 2, 3, 1) if layout == L.NHWC else y).to(dtype).contiguous()
+
+
+def _oihw(w: torch.Tensor, layout: L) -> torch.Tensor:
+    return w.permute(3, 2, 0, 1) if layout == L.HWIO else w
+
+
+def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
+    return (w.permute(2, 3, 1, 0) if layout == L.HWIO else w).to(dtype).contiguous()
+
+
+def _canon_shape(shape, layout: L) -> list[int]:
+    """A user-layout shape as NCHW / OIHW."""
+    s = list(shape)
+    if layout == L.NHWC:
+        return [s[0], s[3], s[1], s[2]]
+    if layout == L.HWIO:
+        return [s[3], s[2], s[0], s[1]]
+    return s
+
+
+def _work(t: torch.Tensor) -> torch.Tensor:
+    """Half types compute in float32 on the CPU; CUDA runs them natively."""
+    if t.dtype in (torch.float16, torch.bfloat16) and t.device.type == "cpu":
+        return t.float()
+    return t
+
+
+def _split_pads(a: Conv2DAttrs):
+    """(symmetric padding (y, x), extra (top, bottom, left, right) beyond it)."""
+    pt, pb, pl, pr = a.pads
+    my, mx = min(pt, pb), min(pl, pr)
+    return (my, mx), (pt - my, pb - my, pl - mx, pr - mx)
+
+
+def _empty_result(shape, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(tuple(shape), dtype=like.dtype, device=like.device)
+
+
+def _degenerate(*ts: torch.Tensor, out_shape) -> bool:
+    return any(t.numel() == 0 for t in ts) or any(s == 0 for s in out_shape)
+
+
+def _memory_format(layout: L):
+    return torch.channels_last if layout == L.NHWC else torch.contiguous_format
+
+
+@kernel("convolution2D")
+def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
+    if _degenerate(x, w, out_shape=a.out_shape):
+        return _empty_result(a.out_shape, x)
+    xc, wc = _work(_nchw(x, a.data_layout)), _work(_oihw(w, a.weights_layout))
+    pad, (et, eb, el, er) = _split_pads(a)
+    if et or eb or el or er:
+        xc = F.pad(xc, (el, er, et, eb))
+    y = _aten.convolution(xc, wc, None, list(a.stride), list(pad), list(a.dilation), False,
+                          [0, 0], a.groups)
+    return _user_data(y, a.data_layout, x.dtype)
+
+
+@kernel("convolution2DDataGradient")
+def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
+                              shape_tensor: torch.Tensor | None, a: Conv2DAttrs) -> torch.Tensor:
+    if _degenerate(dy, w, out_shape=a.out_shape):
+        return _empty_result(a.out_shape, dy)
+    dyc, wc = _work(_nchw(dy, a.data_layout)), _work(_oihw(w, a.weights_layout))
+    n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
+    pad, (et, eb, el, er) = _split_pads(a)
+    # a virtual source, as large as the asymmetric padding makes it; only its shape and memory
+    # format are read
+    src = torch.empty((n, c, h + et + eb, wd + el + er), dtype=dyc.dtype, device=dyc.device,
+                      memory_format=_memory_format(a.data_layout))
+    dx = _aten.convolution_backward(dyc, src, wc, None, list(a.stride), list(pad),
+                                    list(a.dilation), False, [0, 0], a.groups,
+                                    [True, False, False])[0]
+    if et or eb or el or er:
+        dx = dx[:, :, et:et + h, el:el + wd]
+    return _user_data(dx, a.data_layout, dy.dtype)
+
+
+@kernel("convolution2DWeightsGradient")
+def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
+                                 shape_tensor: torch.Tensor | None, a: Conv2DAttrs
+                                 ) -> torch.Tensor:
+    if _degenerate(dy, x, out_shape=a.out_shape):
+        return _empty_result(a.out_shape, dy)
+    dyc, xc = _work(_nchw(dy, a.data_layout)), _work(_nchw(x, a.data_layout))
+    pad, (et, eb, el, er) = _split_pads(a)
+    if et or eb or el or er:
+        xc = F.pad(xc, (el, er, et, eb))
+    wshape = _canon_shape(a.out_shape, a.weights_layout)
+    wc = torch.empty(wshape, dtype=dyc.dtype, device=dyc.device)  # only its shape is read
+    dw = _aten.convolution_backward(dyc, xc, wc, None, list(a.stride), list(pad),
+                                    list(a.dilation), False, [0, 0], a.groups,
+                                    [False, True, False])[1]
+    return _user_weights(dw, a.weights_layout, dy.dtype)

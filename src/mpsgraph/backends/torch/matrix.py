@@ -1,0 +1,23 @@
+"""torch kernel of the matrix family (semantics: backends/numpy/matrix.py). Half types are
+widened to float32, multiplied, and rounded once; integers multiply in int64 and wrap back
+(equal modulo 2^bits to NumPy's wrapping product), by `torch.matmul` where torch has an integer
+GEMM (CPU) and as a broadcast product summed over k elsewhere (CUDA has none)."""
+
+from __future__ import annotations
+
+import torch
+
+from . import kernel
+from .arithmetic import I64, finish, work
+
+
+@kernel("matrixMultiplication")
+def matrixMultiplication(a: torch.Tensor, b: torch.Tensor, attrs: None) -> torch.Tensor:
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return finish(torch.matmul(work(a), work(b)), a.dtype)
+    ai, bi = a.to(I64), b.to(I64)
+    if ai.device.type == "cpu":
+        y = torch.matmul(ai, bi)
+    else:
+        y = (ai.unsqueeze(-1) * bi.unsqueeze(-3)).sum(dim=-2)
+    return finish(y, a.dtype)

@@ -1,0 +1,361 @@
+"""torch kernels of MPSGraph's LSTM and LSTMGradients: a port of the NumPy reference kernels
+(backends/numpy/rnn.py: the canonical argument forms, the equations and the backward are
+documented there and in ops/rnn.py).
+
+`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels, so a
+fused implementation (Triton) can replace them behind this seam. Here they are plain torch:
+
+- forward: the input projection of all steps and both directions is ONE matmul; a step is one
+  [N, H] x [H, 4H] matmul per direction (`addmm` onto the projected input) plus the gate math;
+- backward: a step is the gate-derivative math plus one [N, 4H] x [4H, H] matmul (the carry to
+  the previous step); the weight gradients (dR, dW, db, dp) and dx are one matmul / reduction
+  over all steps at the end.
+
+float16 / bFloat16 compute in float32 (state carried in float32), each output rounded once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...ops.rnn import LSTMAttrs
+from . import kernel
+
+_NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
+
+__all__ = ["lstm_forward", "lstm_backward"]
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype in (torch.float32, torch.float64) else torch.float32
+
+
+def _cast(a, dtype):
+    return None if a is None else a.to(dtype)
+
+
+def _gate_blocks(forget_gate_last: bool) -> tuple[int, int, int, int]:
+    """Block index of gates (i, f, z, o) on the 4H axis."""
+    return (0, 2, 1, 3) if forget_gate_last else (0, 1, 2, 3)
+
+
+def _block_activations(blocks, activations) -> list[int]:
+    acts = [0] * 4
+    for blk, act in zip(blocks, activations[:4]):
+        acts[blk] = int(act)
+    return acts
+
+
+def _runs(blk_act: list[int]) -> list[tuple[int, int, int]]:
+    """Maximal runs (first block, end block, activation) of equal activations."""
+    out, k = [], 0
+    while k < 4:
+        e = k + 1
+        while e < 4 and blk_act[e] == blk_act[k]:
+            e += 1
+        out.append((k, e, blk_act[k]))
+        k = e
+    return out
+
+
+def _order(T: int, rev: bool) -> range:
+    return range(T - 1, -1, -1) if rev else range(T)
+
+
+def _shift(T: int, rev: bool):
+    """(consumer steps, producer steps, first step): see the NumPy kernel."""
+    if rev:
+        return slice(0, T - 1), slice(1, T), T - 1
+    return slice(1, T), slice(0, T - 1), 0
+
+
+def _part(a, d: int, width: int):
+    return None if a is None else a[..., d * width:(d + 1) * width]
+
+
+def _act(kind: int, a: torch.Tensor) -> torch.Tensor:
+    if kind == _TANH:
+        return torch.tanh(a)
+    if kind == _SIGMOID:
+        return torch.sigmoid(a)
+    if kind == _RELU:
+        return torch.relu(a)
+    if kind == _HARD_SIGMOID:
+        return torch.clamp(a * 0.2 + 0.5, 0.0, 1.0)
+    return a
+
+
+def _dact(kind: int, y: torch.Tensor) -> torch.Tensor:
+    """f'(a) written from y = f(a); a NaN output gives a NaN derivative for every activation."""
+    if kind == _TANH:
+        return 1.0 - y * y
+    if kind == _SIGMOID:
+        return y * (1.0 - y)
+    if kind == _RELU:
+        return torch.where(torch.isnan(y), y, (y > 0).to(y.dtype))
+    if kind == _HARD_SIGMOID:
+        return torch.where(torch.isnan(y), y, ((y > 0) & (y < 1)).to(y.dtype) * 0.2)
+    return y * 0.0 + 1.0
+
+
+def _gates(a: torch.Tensor, runs, H: int) -> torch.Tensor:
+    """Activate [N, 4H] pre-activations block by block (one call per run of equal ones)."""
+    if len(runs) == 1:
+        return _act(runs[0][2], a)
+    return torch.cat([_act(k, a[:, s * H:e * H]) for s, e, k in runs], dim=1)
+
+
+def _dgates(z: torch.Tensor, runs, H: int) -> torch.Tensor:
+    if len(runs) == 1:
+        return _dact(runs[0][2], z)
+    return torch.cat([_dact(k, z[..., s * H:e * H]) for s, e, k in runs], dim=-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# forward
+# ----------------------------------------------------------------------------------------------
+
+
+def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=None, *,
+                 reverse: bool, bidirectional: bool, forget_gate_last: bool,
+                 activations: tuple[int, int, int, int, int]):
+    """LSTM forward. Returns (state [T,N,D*H], cell [T,N,D*H], zState [T,N,D*4H])."""
+    in_dtype = x.dtype
+    dt = _compute_dtype(in_dtype)
+    x, R, W, b, h0, c0, mask, peephole = (
+        _cast(a, dt) for a in (x, R, W, b, h0, c0, mask, peephole))
+    T, N = x.shape[0], x.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    G = 4 * H
+    dev = x.device
+    blocks = _gate_blocks(forget_gate_last)
+    runs = _runs(_block_activations(blocks, activations))
+    g_kind = int(activations[4])
+
+    # the input projection of all steps and both directions: one matmul
+    if W is not None:
+        xp = (x.reshape(T * N, x.shape[2]) @ W.t()).reshape(T, N, D * G)
+        if b is not None:
+            xp += b
+    else:
+        xp = x if b is None else x + b
+    zs = torch.empty((T, N, D * G), dtype=dt, device=dev)
+    state = torch.empty((T, N, D * H), dtype=dt, device=dev)
+    cell = torch.empty((T, N, D * H), dtype=dt, device=dev)
+    mask_seq = None if mask is None else mask.expand(T, N, D * H)
+    bi, bf, bz, bo = blocks
+    for d in range(D):
+        RT = R[d].t().contiguous()                           # [H, 4H]
+        xd, zd = _part(xp, d, G), _part(zs, d, G)
+        sd, cd, md = _part(state, d, H), _part(cell, d, H), _part(mask_seq, d, H)
+        p = None if peephole is None else peephole[d].reshape(4, H)
+        h = torch.zeros((N, H), dtype=dt, device=dev) if h0 is None else _part(h0, d, H)
+        c = torch.zeros((N, H), dtype=dt, device=dev) if c0 is None else _part(c0, d, H)
+        for t in _order(T, (d == 1) if bidirectional else reverse):
+            hin = h if md is None else h * md[t]
+            a = torch.addmm(xd[t], hin, RT)
+            if p is not None:
+                a = a + (c[:, None, :] * p).reshape(N, G)
+            z = _gates(a, runs, H)
+            zd[t] = z
+            z4 = z.view(N, 4, H)
+            c = z4[:, bf] * c + z4[:, bi] * z4[:, bz]
+            h = z4[:, bo] * _act(g_kind, c)
+            cd[t] = c
+            sd[t] = h
+    if dt != in_dtype:
+        return state.to(in_dtype), cell.to(in_dtype), zs.to(in_dtype)
+    return state, cell, zs
+
+
+# ----------------------------------------------------------------------------------------------
+# backward
+# ----------------------------------------------------------------------------------------------
+
+
+def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, mask=None,
+                  peephole=None, dh_final=None, dc_final=None, dcell_seq=None, *,
+                  reverse: bool, bidirectional: bool, forget_gate_last: bool,
+                  activations: tuple[int, int, int, int, int],
+                  need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool):
+    """LSTMGradients. Returns {'source', 'recurrentWeight', 'inputWeight', 'bias', 'peephole',
+    'initState', 'initCell'}; inputWeight is None without W, the others None unless asked
+    for. `b` is not read (zState already holds the gates)."""
+    del b
+    in_dtype = x.dtype
+    dt = _compute_dtype(in_dtype)
+    (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
+     dcell_seq) = (_cast(a, dt) for a in (x, R, dstate, zstate, cell, W, h0, c0, mask,
+                                           peephole, dh_final, dc_final, dcell_seq))
+    T, N = x.shape[0], x.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    G = 4 * H
+    dev = x.device
+    blocks = _gate_blocks(forget_gate_last)
+    bi, bf, bz, bo = blocks
+    runs = _runs(_block_activations(blocks, activations))
+    g_kind = int(activations[4])
+
+    dA = torch.empty((T, N, D * G), dtype=dt, device=dev)     # dL/da (= dx' per step)
+    dR = torch.zeros((D, G, H), dtype=dt, device=dev)
+    dp = torch.zeros((D, 4, H), dtype=dt, device=dev) if need_peephole else None
+    dh0 = torch.empty((N, D * H), dtype=dt, device=dev)
+    dc0 = torch.empty((N, D * H), dtype=dt, device=dev)
+    mask_seq = None if mask is None else mask.expand(T, N, D * H)
+    zero = torch.zeros((N, H), dtype=dt, device=dev)
+    for d in range(D):
+        rev = (d == 1) if bidirectional else reverse
+        zd, cd, dAd = _part(zstate, d, G), _part(cell, d, H), _part(dA, d, G)
+        md, dsd, dcsd = _part(mask_seq, d, H), _part(dstate, d, H), _part(dcell_seq, d, H)
+        z4 = zd.reshape(T, N, 4, H)
+        gi, gf, gz, go = z4[:, :, bi], z4[:, :, bf], z4[:, :, bz], z4[:, :, bo]
+        p = None if peephole is None else peephole[d].reshape(4, H)
+        Rd = R[d]
+        gs = _act(g_kind, cd)                                  # g(c[t]) for all t
+        dgs = _dact(g_kind, gs)
+        fp = _dgates(zd, runs, H)                              # f'(gates) for all t
+        step = 1 if rev else -1
+        cons, prod, first = _shift(T, rev)
+        c_init = zero if c0 is None else _part(c0, d, H)
+        dh_c = zero if dh_final is None else _part(dh_final, d, H)
+        dc_c = zero if dc_final is None else _part(dc_final, d, H)
+        for t in _order(T, not rev):                           # reverse of processing order
+            c_prev = c_init if t == first else cd[t + step]
+            dh = dsd[t] + dh_c
+            dc = dc_c + dh * go[t] * dgs[t]
+            if dcsd is not None:
+                dc = dc + dcsd[t]
+            mult = torch.empty((N, 4, H), dtype=dt, device=dev)
+            mult[:, bi] = dc * gz[t]
+            mult[:, bf] = dc * c_prev
+            mult[:, bz] = dc * gi[t]
+            mult[:, bo] = dh * gs[t]
+            da = fp[t] * mult.view(N, G)
+            dAd[t] = da
+            dh_c = da @ Rd
+            if md is not None:
+                dh_c = dh_c * md[t]
+            dc_c = dc * gf[t]
+            if p is not None:
+                dc_c = dc_c + (da.view(N, 4, H) * p).sum(dim=1)
+        dh0[:, d * H:(d + 1) * H] = dh_c
+        dc0[:, d * H:(d + 1) * H] = dc_c
+        if not T:
+            continue
+        # weight gradients over all steps at once
+        hs = go * gs                                           # h[t]
+        hprev = hs[prod] if md is None else hs[prod] * md[cons]
+        rows = (T - 1) * N
+        dA4 = dAd.reshape(T, N, 4, H)
+        dR[d] = dAd[cons].reshape(rows, G).t() @ hprev.reshape(rows, H)
+        if h0 is not None:
+            h0d = _part(h0, d, H)
+            h0m = h0d if md is None else h0d * md[first]
+            dR[d] += dAd[first].t() @ h0m
+        if dp is not None:
+            dp[d] = torch.einsum("tnkh,tnh->kh", dA4[cons], cd[prod])
+            if c0 is not None:
+                dp[d] += torch.einsum("nkh,nh->kh", dA4[first], _part(c0, d, H))
+    dA2 = dA.reshape(T * N, D * G)
+    db = dA2.sum(dim=0) if need_b else None
+    if W is not None:
+        dW = dA2.t() @ x.reshape(T * N, x.shape[2])
+        dx = (dA2 @ W).reshape(x.shape)
+    else:
+        dW, dx = None, dA
+    out = {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
+           "peephole": None if dp is None else dp.reshape(D, G),
+           "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
+    if dt != in_dtype:
+        out = {k: None if v is None else v.to(in_dtype) for k, v in out.items()}
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# graph kernels: canonicalise the op's arguments, call the kernels above, shape the results
+# ----------------------------------------------------------------------------------------------
+
+
+def _state(a, n: int, dh: int):
+    """A state-shaped operand as [N, D*H] (leading size-1 axes dropped, then broadcast)."""
+    if a is None:
+        return None
+    while a.dim() > 2 and a.shape[0] == 1:
+        a = a[0]
+    return a.expand(n, dh)
+
+
+def _unbroadcast(g: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Sum an [N, D*H] gradient back to the state-shaped input's own shape."""
+    core = list(shape)
+    while len(core) > 2 and core[0] == 1:
+        core = core[1:]
+    dt = g.dtype
+    if dt in (torch.float16, torch.bfloat16):  # sum half types in float32, round once
+        g = g.float()
+    lead = g.dim() - len(core)
+    if lead:
+        g = g.sum(dim=tuple(range(lead)))
+    axes = tuple(i for i, s in enumerate(core) if s == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(dim=axes, keepdim=True)
+    return g.reshape(shape).to(dt)
+
+
+def _canonical(a: LSTMAttrs, R, h0, c0, mask, peephole):
+    D, H, N = a.D, a.H, a.N
+    R = R.reshape(D, 4 * H, H)
+    h0, c0 = _state(h0, N, D * H), _state(c0, N, D * H)
+    if mask is not None and not a.mask_per_step:
+        mask = _state(mask, N, D * H)
+    if peephole is not None:
+        peephole = peephole.reshape(D, 4 * H)
+    return R, h0, c0, mask, peephole
+
+
+def _options(a: LSTMAttrs) -> dict:
+    return dict(reverse=a.reverse, bidirectional=a.bidirectional,
+                forget_gate_last=a.forget_gate_last, activations=a.activations)
+
+
+@kernel("LSTM")
+def LSTM(x, R, W, b, h0, c0, mask, peephole, a: LSTMAttrs):
+    R, h0, c0, mask, peephole = _canonical(a, R, h0, c0, mask, peephole)
+    state, cell, z = lstm_forward(x, R, W, b, h0, c0, mask, peephole, **_options(a))
+    if a.n_outputs == 1:
+        return state
+    return (state, cell, z)[:a.n_outputs]
+
+
+@kernel("LSTMGradients")
+def LSTMGradients(x, R, dstate, zstate, cell, dh_final, dcell, W, b, h0, c0, mask, peephole,
+                  a: LSTMAttrs):
+    R, h0, c0, mask, peephole = _canonical(a, R, h0, c0, mask, peephole)
+    dhf = _state(dh_final, a.N, a.D * a.H)
+    dcf = dcs = None
+    if dcell is not None:
+        if a.cell_grad_per_step:
+            dcs = dcell
+        else:
+            dcf = _state(dcell, a.N, a.D * a.H)
+    g = lstm_backward(x, R, dstate, zstate, cell, W, b, h0, c0, mask, peephole, dhf, dcf, dcs,
+                      need_b=b is not None, need_peephole=peephole is not None,
+                      need_h0=h0 is not None, need_c0=c0 is not None, **_options(a))
+    out = []
+    for name in a.outputs:
+        v = g[name]
+        if name == "recurrentWeight" or name == "peephole":
+            v = v.reshape(a.shape_of(name))
+        elif name == "bias":
+            v = v.reshape(1, 1, -1)
+        elif name in ("initState", "initCell"):
+            v = _unbroadcast(v, a.shape_of(name))
+        out.append(v.contiguous())
+    return out[0] if len(out) == 1 else tuple(out)

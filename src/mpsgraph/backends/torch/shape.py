@@ -1,0 +1,129 @@
+"""torch kernels of the shape family (semantics: backends/numpy/shape.py). Shapes,
+permutations and slices arrive resolved by the shape rules (kernel attrs); reshape, transpose,
+positive-stride slices and identity return views (no op writes in place), the others new
+tensors. torch has no negative-stride views: such a slice reads the same elements with a
+positive stride and flips them."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import kernel
+from .arithmetic import HALF, as_signed, torch_dtype, where
+
+
+@kernel("reshape")
+def reshape(x: torch.Tensor, shape_tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    return x.reshape(shape)
+
+
+@kernel("broadcast")
+def broadcast(x: torch.Tensor, shape_tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    return torch.broadcast_to(x, shape).clone()
+
+
+@kernel("transpose")
+def transpose(x: torch.Tensor, perm: tuple[int, ...]) -> torch.Tensor:
+    return x.permute(perm)
+
+
+@kernel("transposeTensor")
+def transposeTensor(x: torch.Tensor, dims: tuple[int, int]) -> torch.Tensor:
+    return x.transpose(*dims)
+
+
+def _positive(slices: tuple[slice, ...], shape) -> tuple[tuple[slice, ...], list[int]]:
+    """Slices with positive steps selecting the same elements, and the dims to flip after."""
+    out, flips = [], []
+    for d, (sl, size) in enumerate(zip(slices, shape)):
+        start, stop, step = sl.indices(size)
+        if step > 0:
+            out.append(slice(start, stop, step))
+            continue
+        n = len(range(start, stop, step))
+        if n == 0:
+            out.append(slice(0, 0))
+            continue
+        last = start + (n - 1) * step
+        out.append(slice(last, start + 1, -step))
+        flips.append(d)
+    return tuple(out), flips
+
+
+def _flip(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
+    """torch.flip (uint16/32/64 through a same-size signed view: torch has no flip for them)."""
+    return as_signed(x).flip(dims).view(x.dtype) if dims else x
+
+
+@kernel("sliceTensor")
+def sliceTensor(x: torch.Tensor, slices: tuple[slice, ...]) -> torch.Tensor:
+    sl, flips = _positive(slices, x.shape)
+    y = x[sl]
+    return _flip(y, flips)
+
+
+@kernel("sliceGradientTensor")
+def sliceGradientTensor(dy: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
+    shape, slices = attrs
+    out = torch.zeros(shape, dtype=dy.dtype, device=dy.device)
+    sl, flips = _positive(slices, shape)
+    out[sl] = _flip(dy, flips)
+    return out
+
+
+@kernel("concatTensors")
+def concatTensors(*args) -> torch.Tensor:
+    *xs, (axis, targets) = args
+    y = torch.cat([as_signed(torch.broadcast_to(x, t)) for x, t in zip(xs, targets)], dim=axis)
+    return y.view(xs[0].dtype)
+
+
+def _float_to_int(x: torch.Tensor, to: torch.dtype) -> torch.Tensor:
+    """Truncate toward zero, saturate to the type's range, NaN -> 0."""
+    info = np.iinfo(str(to).removeprefix("torch."))
+    xf = torch.trunc(x.to(torch.float64))
+    xf = torch.where(torch.isnan(xf), torch.zeros((), dtype=xf.dtype, device=xf.device), xf)
+    hi, lo = xf >= float(info.max), xf <= float(info.min)
+    out = torch.where(hi | lo, torch.zeros((), dtype=xf.dtype, device=xf.device), xf).to(to)
+    if to == torch.uint64:  # 2^64 - 1 is no int64: its bit pattern
+        vmax = torch.tensor(-1, dtype=torch.int64, device=x.device).to(to)
+    else:
+        vmax = torch.tensor(int(info.max), dtype=to, device=x.device)
+    vmin = torch.tensor(int(info.min), dtype=to, device=x.device)
+    return where(hi, vmax, where(lo, vmin, out))
+
+
+@kernel("cast")
+def cast(x: torch.Tensor, to) -> torch.Tensor:
+    to = torch_dtype(to)
+    if x.dtype == to:
+        return x.clone()
+    if to == torch.bool:
+        return x != 0
+    if x.is_complex() and not to.is_complex:
+        x = x.real
+    if (x.dtype.is_floating_point or x.dtype in HALF) and not to.is_floating_point \
+            and not to.is_complex:
+        return _float_to_int(x, to)
+    return x.to(to)
+
+
+@kernel("expandDims")
+def expandDims(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    return x.reshape(shape)
+
+
+@kernel("squeeze")
+def squeeze(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    return x.reshape(shape)
+
+
+@kernel("identity")
+def identity(x: torch.Tensor, attrs: None) -> torch.Tensor:
+    return x
+
+
+@kernel("shapeOf")
+def shapeOf(x: torch.Tensor, attrs: None) -> torch.Tensor:
+    return torch.tensor(list(x.shape), dtype=torch.int32, device=x.device)
