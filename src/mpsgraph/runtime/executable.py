@@ -30,6 +30,16 @@ def feed_type(t: Tensor, value: Any) -> ShapedType:
     """The ShapedType of a value fed for placeholder `t` (raises FeedError on a bad dtype)."""
     if isinstance(value, TensorData):
         return ShapedType(value.shape, value.dataType)
+    if (not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__")
+            and type(value).__module__.split(".")[0] != "torch"):
+        try:
+            on_host = value.__dlpack_device__()[0] == 1  # kDLCPU
+        except (TypeError, ValueError, AttributeError):
+            on_host = True
+        if not on_host:  # a GPU array (CuPy, JAX, ...): read it through torch, in place
+            import torch
+
+            value = torch.from_dlpack(value)
     if type(value).__module__.split(".")[0] == "torch":  # read on the device: no host copy
         from ..backends.torch import DATA_TYPES
 

@@ -9,6 +9,7 @@ on the device of its inputs. torch is imported only here, never by `import mpsgr
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,27 @@ def torch_dtype(dt: DataType) -> torch.dtype:
         return TORCH_DTYPES[dt]
     except KeyError:
         raise UnsupportedError(f"{dt!r} has no torch representation") from None
+
+
+def host_for_wide_unsigned(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a kernel on the host when an input is uint16/32/64 on a GPU: torch's CUDA kernels
+    implement almost nothing for those types (not even `where`). Results go back to the
+    device. Other dtypes, and CPU tensors, go straight through."""
+    wide = (torch.uint16, torch.uint32, torch.uint64)
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        *ins, attrs = args
+        ts = [a for a in ins if isinstance(a, torch.Tensor)]
+        if not ts or ts[0].device.type == "cpu" or not any(t.dtype in wide for t in ts):
+            return fn(*args)
+        dev = ts[0].device
+        out = fn(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in ins], attrs)
+        if isinstance(out, (tuple, list)):
+            return type(out)(o.to(dev) for o in out)
+        return out.to(dev)
+
+    return run
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

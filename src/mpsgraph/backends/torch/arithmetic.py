@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import kernel
+from . import KERNELS, host_for_wide_unsigned, kernel
 
 HALF = (torch.float16, torch.bfloat16)
 F32 = torch.float32
@@ -205,3 +205,8 @@ def select(predicate: torch.Tensor, t: torch.Tensor, f: torch.Tensor,
            attrs: None) -> torch.Tensor:
     p = predicate if predicate.dtype == torch.bool else wide(predicate) != 0  # NaN: true
     return where(p, t, f)
+
+
+# uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
+for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
+    KERNELS[_name] = host_for_wide_unsigned(KERNELS[_name])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from . import kernel
+from . import KERNELS, host_for_wide_unsigned, kernel
 from .arithmetic import finish, ordered, unordered, wide, work
 
 
@@ -65,3 +65,8 @@ def reductionMaximum(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
 @kernel("reductionMinimum")
 def reductionMinimum(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
     return _extremum(x, axes, torch.amin, False)
+
+
+# uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
+for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
+    KERNELS[_name] = host_for_wide_unsigned(KERNELS[_name])
