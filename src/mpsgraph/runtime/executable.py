@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import FeedError, GraphError, GraphMismatchError, op_error
+from ..errors import FeedError, GraphError, GraphMismatchError, UnsupportedError, op_error
 from ..ops._registry import OPS, InferContext
 from ..types import DataType, ShapedType
 from .device import Device, resolve_device
@@ -161,6 +161,40 @@ class Executable:
                                f"(shape {t.shape}, {t.dataType!r}), which the targets need",
                                "none")
         self._plan(order, feeds)
+        self._setup_options(options)
+
+    def _setup_options(self, options: dict[str, Any]) -> None:
+        """Compile options (keyword arguments of `Graph.compile`):
+
+        - `allow_tf32=True`: let float32 matrix products and convolutions use TF32 on NVIDIA
+          GPUs (faster, ~10-bit mantissa products). Default False: float32 means float32.
+        - `cuda_graph=True` (CUDA devices): capture the whole plan once into a CUDA graph and
+          replay it on every run: no per-op launch cost. Needs static shapes, no variables or
+          assigns, and no op whose shapes depend on values. The results of a replayed
+          executable live in the graph's own output buffers: the next run overwrites them
+          (copy a result that must outlive the next run).
+        """
+        unknown = set(options) - {"allow_tf32", "cuda_graph"}
+        if unknown:
+            raise op_error(GraphError, "compile", "options", "allow_tf32= or cuda_graph=",
+                           sorted(unknown))
+        self._replay = None
+        self._context = None
+        tf32 = bool(options.get("allow_tf32", False))
+        if tf32:
+            if not hasattr(self._backend, "precision_context"):
+                raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
+                               "(TF32 exists on NVIDIA GPUs)", self.device.key)
+            self._context = lambda: self._backend.precision_context(allow_tf32=True)
+        if options.get("cuda_graph"):
+            if not hasattr(self._backend, "graph_replayer") or self.device.type != "cuda":
+                raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
+                               self.device.key)
+            if self._vars or self._assigns or any(st.dynamic for st in self._steps):
+                raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
+                               "variables, assigns or value-dependent shapes", "one with them")
+            self._replay = self._backend.graph_replayer(
+                self._execute, [st for _, st in self._feed_slots], self._context)
 
     # ------------------------------------------------------------------ planning
     def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:
@@ -263,9 +297,24 @@ class Executable:
             raise op_error(FeedError, "Executable.run", "inputs", f"{len(self._feed_slots)} "
                            "values, in feedTensors order", f"{len(inputs)} values")
         be = self._backend
+        feeds = [be.convert_feed(value, st, t.name)
+                 for (_, st), value, t in zip(self._feed_slots, inputs, self.feedTensors)]
+        if self._replay is not None:
+            arrays = self._replay(feeds)
+        elif self._context is not None:
+            with self._context():
+                arrays = self._execute(feeds)
+        else:
+            arrays = self._execute(feeds)
+        dev = self.device
+        return [TensorData._wrap(a, dt, dev) for a, dt in zip(arrays, self._target_dtypes)]
+
+    def _execute(self, feeds: list[Any]) -> list[Any]:
+        """The plan itself: feeds (backend arrays, in feedTensors order) -> target arrays."""
+        be = self._backend
         slots: list[Any] = [None] * self._nslots
-        for (s, st), value, t in zip(self._feed_slots, inputs, self.feedTensors):
-            slots[s] = be.convert_feed(value, st, t.name)
+        for (s, _), arr in zip(self._feed_slots, feeds):
+            slots[s] = arr
         for s, arr in self._consts:
             slots[s] = arr
         for s, op in self._vars:
@@ -282,14 +331,12 @@ class Executable:
             for s in step.free:
                 slots[s] = None
         dev = self.device
-        # a target that IS a constant or a variable's storage is handed out as a copy, so
-        # that writing into the result cannot change the graph's state
-        out = [TensorData._wrap(be.copy(slots[s]) if s in self._state_slots else slots[s], dt,
-                                dev)
-               for s, dt in zip(self._target_slots, self._target_dtypes)]
         for op, s in self._assigns:
             self.graph._variable_storage[op.inputs[0].operation][dev.key] = be.copy(slots[s])
-        return out
+        # a target that IS a constant or a variable's storage is handed out as a copy, so
+        # that writing into the result cannot change the graph's state
+        return [be.copy(slots[s]) if s in self._state_slots else slots[s]
+                for s in self._target_slots]
 
     def _variable_value(self, op: Operation) -> Any:
         store = self.graph._variable_storage[op]

@@ -9,9 +9,10 @@ on the device of its inputs. torch is imported only here, never by `import mpsgr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,51 @@ class Backend:
             torch.backends.cudnn.allow_tf32 = False
             inst = cls._instances[key] = cls(tdev)
         return inst
+
+    @contextlib.contextmanager
+    def precision_context(self, allow_tf32: bool) -> Iterator[None]:
+        """TF32 on or off for the duration of a run (restored after)."""
+        m, c = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allow_tf32
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
+
+    def graph_replayer(self, execute: Callable[[list[Any]], list[Any]],
+                       feed_types: list[ShapedType],
+                       context: Callable[[], Any] | None) -> Callable[[list[Any]], list[Any]]:
+        """A function feeds -> outputs that replays `execute` captured in a CUDA graph. The
+        capture happens on the first call (after two warm-up runs on a side stream); each call
+        copies the feeds into the graph's static input buffers (unless they ARE those buffers)
+        and replays."""
+        state: dict[str, Any] = {}
+
+        def capture(feeds: list[Any]) -> None:
+            static = [f.clone() for f in feeds]
+            ctx = context or contextlib.nullcontext
+            side = torch.cuda.Stream(device=self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side), ctx():
+                for _ in range(2):
+                    execute(static)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with ctx(), torch.cuda.graph(graph):
+                outs = execute(static)
+            state.update(graph=graph, static=static, outs=outs)
+
+        def replay(feeds: list[Any]) -> list[Any]:
+            if not state:
+                capture(feeds)
+            for buf, f in zip(state["static"], feeds):
+                if f is not buf:
+                    buf.copy_(f)
+            state["graph"].replay()
+            return state["outs"]
+
+        replay.static_inputs = lambda: state.get("static")  # type: ignore[attr-defined]
+        return replay
 
     def kernel(self, kind: str) -> Callable[..., Any]:
         try:

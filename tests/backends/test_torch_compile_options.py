@@ -1,0 +1,59 @@
+"""Compile options of the torch backend: allow_tf32 and cuda_graph (replay of the whole plan)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mpsgraph as mg
+
+torch = pytest.importorskip("torch")
+
+
+def _graph():
+    g = mg.Graph()
+    x = g.placeholder([2, 3, 6, 6], name="x")
+    w = g.placeholder([4, 3, 3, 3], name="w")
+    d = mg.Convolution2DOpDescriptor(paddingStyle=mg.PaddingStyle.TF_SAME)
+    y = g.reLU(g.convolution2D(x, w, d))
+    loss = g.reductionSum(g.square(y), axes=[0, 1, 2, 3])
+    grads = g.gradientForPrimaryTensor(loss, [x, w])
+    feeds = {x: mg.ShapedType([2, 3, 6, 6]), w: mg.ShapedType([4, 3, 3, 3])}
+    return g, feeds, [y, grads[x], grads[w]]
+
+
+def test_option_errors():
+    g, feeds, targets = _graph()
+    with pytest.raises(mg.GraphError, match="cuda_graph"):
+        g.compile(feeds, targets, cuda_graph=True)  # the CPU (NumPy) device
+    with pytest.raises(mg.GraphError, match="cuda_graph"):
+        g.compile(feeds, targets, device="torch-cpu", cuda_graph=True)
+    with pytest.raises(mg.GraphError, match="allow_tf32"):
+        g.compile(feeds, targets, allow_tf32=True)  # NumPy has no TF32
+    with pytest.raises(mg.GraphError, match="options"):
+        g.compile(feeds, targets, fast=True)
+
+
+def test_allow_tf32_restores_the_flags(rng):
+    g, feeds, targets = _graph()
+    exe = g.compile(feeds, targets, device="torch-cpu", allow_tf32=True)
+    before = torch.backends.cudnn.allow_tf32
+    xs = [rng.standard_normal(s.shape).astype(np.float32) for s in feeds.values()]
+    ref = g.compile(feeds, targets).run(xs)
+    for a, b in zip(exe.run(xs), ref):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+    assert torch.backends.cudnn.allow_tf32 == before
+
+
+@pytest.mark.gpu
+def test_cuda_graph_replay_matches_eager(rng):
+    g, feeds, targets = _graph()
+    eager = g.compile(feeds, targets, device="cuda")
+    replay = g.compile(feeds, targets, device="cuda", cuda_graph=True)
+    for _ in range(3):  # new data every run: the replay must read the new inputs
+        xs = [torch.from_numpy(rng.standard_normal(s.shape).astype(np.float32)).cuda()
+              for s in feeds.values()]
+        want = [t.numpy().copy() for t in eager.run(xs)]
+        got = [t.numpy().copy() for t in replay.run(xs)]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
