@@ -129,15 +129,15 @@ def division(a: torch.Tensor, b: torch.Tensor, attrs: None) -> torch.Tensor:
     zero = b == 0
     one = torch.ones((), dtype=b.dtype, device=b.device)
     if dt == torch.uint64:
-        q = _udiv64(a, torch.where(zero, one, b))
+        q = _udiv64(a, where(zero, one, b))
     elif dt in U_WIDE or dt == torch.uint8:
-        q = torch.div(wide(a), wide(torch.where(zero, one, b)), rounding_mode="trunc")
+        q = torch.div(wide(a), wide(where(zero, one, b)), rounding_mode="trunc")
     else:
         m1 = b == -1
         safe = torch.where(zero | m1, one, b)
         q = torch.where(m1, -a, torch.div(a, safe, rounding_mode="trunc"))
     q = finish(q, dt)
-    return torch.where(zero, torch.zeros((), dtype=dt, device=q.device), q)
+    return where(zero, torch.zeros((), dtype=dt, device=q.device), q)
 
 
 def _extremum(fn_float, pick_first):

@@ -32,8 +32,12 @@ def _user_data(y: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
     return (y.permute(0, 2, 3, 1) if layout == L.NHWC else y).to(dtype).contiguous()
 
 
-def _oihw(w: torch.Tensor, layout: L) -> torch.Tensor:
-    return w.permute(3, 2, 0, 1) if layout == L.HWIO else w
+def _oihw(w: torch.Tensor, layout: L, data_layout: L) -> torch.Tensor:
+    """Weights as OIHW in the memory format of the data: cuDNN runs an NHWC convolution only
+    when the weights are channels_last too (O, kH, kW, I in memory); otherwise it converts the
+    activations. The weights are small, so this copy (when one is needed) is cheap."""
+    wc = w.permute(3, 2, 0, 1) if layout == L.HWIO else w
+    return wc.contiguous(memory_format=_memory_format(data_layout))
 
 
 def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
@@ -80,7 +84,7 @@ def _memory_format(layout: L):
 def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
-    xc, wc = _work(_nchw(x, a.data_layout)), _work(_oihw(w, a.weights_layout))
+    xc, wc = _work(_nchw(x, a.data_layout)), _work(_oihw(w, a.weights_layout, a.data_layout))
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
@@ -94,7 +98,7 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
                               shape_tensor: torch.Tensor | None, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(dy, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, dy)
-    dyc, wc = _work(_nchw(dy, a.data_layout)), _work(_oihw(w, a.weights_layout))
+    dyc, wc = _work(_nchw(dy, a.data_layout)), _work(_oihw(w, a.weights_layout, a.data_layout))
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
     pad, (et, eb, el, er) = _split_pads(a)
     # a virtual source, as large as the asymmetric padding makes it; only its shape and memory
@@ -120,7 +124,8 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
     wshape = _canon_shape(a.out_shape, a.weights_layout)
-    wc = torch.empty(wshape, dtype=dyc.dtype, device=dyc.device)  # only its shape is read
+    wc = torch.empty(wshape, dtype=dyc.dtype, device=dyc.device,  # only its shape is read
+                     memory_format=_memory_format(a.data_layout))
     dw = _aten.convolution_backward(dyc, xc, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [False, True, False])[1]
