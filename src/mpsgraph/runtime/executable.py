@@ -265,6 +265,8 @@ class Executable:
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
         self._state_slots = {sl for sl, _ in self._consts} | {sl for sl, _ in self._vars}
+        self._feed_info = [(sl, st, t.name) for (sl, st), t in zip(self._feed_slots,
+                                                                      self.feedTensors)]
         # free each slot after its last use (targets and assigned values are kept)
         keep = set(self._target_slots) | {s for _, s in assigns}
         last: dict[int, int] = {}
@@ -289,7 +291,8 @@ class Executable:
         TensorData in `targetTensors` order."""
         if inputs is None:
             inputs = ()
-        if isinstance(inputs, (Mapping, str, bytes)) or not isinstance(inputs, Sequence):
+        if type(inputs) not in (list, tuple) and (
+                isinstance(inputs, (Mapping, str, bytes)) or not isinstance(inputs, Sequence)):
             raise op_error(FeedError, "Executable.run", "inputs", f"a list of "
                            f"{len(self._feed_slots)} values, in feedTensors order",
                            type(inputs).__name__)
@@ -297,8 +300,8 @@ class Executable:
             raise op_error(FeedError, "Executable.run", "inputs", f"{len(self._feed_slots)} "
                            "values, in feedTensors order", f"{len(inputs)} values")
         be = self._backend
-        feeds = [be.convert_feed(value, st, t.name)
-                 for (_, st), value, t in zip(self._feed_slots, inputs, self.feedTensors)]
+        feeds = [be.convert_feed(value, st, name)
+                 for (_, st, name), value in zip(self._feed_info, inputs)]
         if self._replay is not None:
             arrays = self._replay(feeds)
         elif self._context is not None:

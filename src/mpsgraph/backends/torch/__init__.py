@@ -223,6 +223,9 @@ class Backend:
 
     def convert_feed(self, value: Any, st: ShapedType, name: str) -> torch.Tensor:
         want = TORCH_DTYPES.get(st.dataType)
+        if (type(value) is torch.Tensor and value.dtype == want and value.device == self.device
+                and value.shape == st._shape and not value.requires_grad):
+            return value  # the common case, checked in one go: used as it is
         if isinstance(value, TensorData):
             a = value.array
             t = a if isinstance(a, torch.Tensor) else None

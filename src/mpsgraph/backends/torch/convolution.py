@@ -1,4 +1,4 @@
-"""torch kernels of the convolution family, through `torch.ops.aten.convolution` and
+"""torch kernels of the convolution family, through `torch.convolution` and
 `torch.ops.aten.convolution_backward` (cuDNN on CUDA, oneDNN / native kernels on the CPU).
 
 Layouts are handled as views, never copies: NHWC data `x` is viewed as NCHW with
@@ -20,7 +20,7 @@ from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
 from . import kernel
 
-_aten = torch.ops.aten
+_conv_backward = torch.ops.aten.convolution_backward.default  # the resolved overload
 
 
 def _nchw(x: torch.Tensor, layout: L) -> torch.Tensor:
@@ -29,7 +29,10 @@ def _nchw(x: torch.Tensor, layout: L) -> torch.Tensor:
 
 def _user_data(y: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
     """NCHW result -> the user's layout and dtype, contiguous (one copy at most)."""
-    return (y.permute(0, 2, 3, 1) if layout == L.NHWC else y).to(dtype).contiguous()
+    y = y.permute(0, 2, 3, 1) if layout == L.NHWC else y
+    if y.dtype != dtype:
+        y = y.to(dtype)
+    return y if y.is_contiguous() else y.contiguous()
 
 
 def _oihw(w: torch.Tensor, layout: L, data_layout: L) -> torch.Tensor:
@@ -41,7 +44,10 @@ def _oihw(w: torch.Tensor, layout: L, data_layout: L) -> torch.Tensor:
 
 
 def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
-    return (w.permute(2, 3, 1, 0) if layout == L.HWIO else w).to(dtype).contiguous()
+    w = w.permute(2, 3, 1, 0) if layout == L.HWIO else w
+    if w.dtype != dtype:
+        w = w.to(dtype)
+    return w if w.is_contiguous() else w.contiguous()
 
 
 def _canon_shape(shape, layout: L) -> list[int]:
@@ -72,8 +78,8 @@ def _empty_result(shape, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
 
-def _degenerate(*ts: torch.Tensor, out_shape) -> bool:
-    return any(t.numel() == 0 for t in ts) or any(s == 0 for s in out_shape)
+def _degenerate(a: torch.Tensor, b: torch.Tensor, out_shape) -> bool:
+    return a.numel() == 0 or b.numel() == 0 or 0 in out_shape
 
 
 def _memory_format(layout: L):
@@ -88,7 +94,7 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
-    y = _aten.convolution(xc, wc, None, list(a.stride), list(pad), list(a.dilation), False,
+    y = torch.convolution(xc, wc, None, a.stride, pad, a.dilation, False,
                           [0, 0], a.groups)
     return _user_data(y, a.data_layout, x.dtype)
 
@@ -105,7 +111,7 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
     # format are read
     src = torch.empty((n, c, h + et + eb, wd + el + er), dtype=dyc.dtype, device=dyc.device,
                       memory_format=_memory_format(a.data_layout))
-    dx = _aten.convolution_backward(dyc, src, wc, None, list(a.stride), list(pad),
+    dx = _conv_backward(dyc, src, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [True, False, False])[0]
     if et or eb or el or er:
@@ -126,7 +132,7 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
     wshape = _canon_shape(a.out_shape, a.weights_layout)
     wc = torch.empty(wshape, dtype=dyc.dtype, device=dyc.device,  # only its shape is read
                      memory_format=_memory_format(a.data_layout))
-    dw = _aten.convolution_backward(dyc, xc, wc, None, list(a.stride), list(pad),
+    dw = _conv_backward(dyc, xc, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [False, True, False])[1]
     return _user_weights(dw, a.weights_layout, dy.dtype)
