@@ -20,6 +20,7 @@ import torch
 
 from ...ops.rnn import LSTMAttrs
 from . import kernel
+from .kernels import available as _triton_available
 
 _NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
 
@@ -72,6 +73,16 @@ def _shift(T: int, rev: bool):
     if rev:
         return slice(0, T - 1), slice(1, T), T - 1
     return slice(1, T), slice(0, T - 1), 0
+
+
+def _fused_kernels(device: torch.device, dtype: torch.dtype):
+    """The fused Triton step kernels when they can run here (CUDA, or TRITON_INTERPRET=1),
+    else None (plain torch)."""
+    if dtype != torch.float32 or not _triton_available(device):
+        return None
+    from .kernels import lstm_cell
+
+    return lstm_cell
 
 
 def _part(a, d: int, width: int):
@@ -150,16 +161,21 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     cell = torch.empty((T, N, D * H), dtype=dt, device=dev)
     mask_seq = None if mask is None else mask.expand(T, N, D * H)
     bi, bf, bz, bo = blocks
+    fused = _fused_kernels(dev, dt)
     for d in range(D):
         RT = R[d].t().contiguous()                           # [H, 4H]
         xd, zd = _part(xp, d, G), _part(zs, d, G)
         sd, cd, md = _part(state, d, H), _part(cell, d, H), _part(mask_seq, d, H)
-        p = None if peephole is None else peephole[d].reshape(4, H)
+        p = None if peephole is None else peephole[d].reshape(4, H).contiguous()
         h = torch.zeros((N, H), dtype=dt, device=dev) if h0 is None else _part(h0, d, H)
         c = torch.zeros((N, H), dtype=dt, device=dev) if c0 is None else _part(c0, d, H)
         for t in _order(T, (d == 1) if bidirectional else reverse):
             hin = h if md is None else h * md[t]
             a = torch.addmm(xd[t], hin, RT)
+            if fused is not None:  # gate math, cell and state update in one launch
+                fused.forward_step(a, c, p, zd[t], cd[t], sd[t], blocks, activations)
+                c, h = cd[t], sd[t]
+                continue
             if p is not None:
                 a = a + (c[:, None, :] * p).reshape(N, G)
             z = _gates(a, runs, H)
@@ -210,25 +226,39 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     dc0 = torch.empty((N, D * H), dtype=dt, device=dev)
     mask_seq = None if mask is None else mask.expand(T, N, D * H)
     zero = torch.zeros((N, H), dtype=dt, device=dev)
+    fused = _fused_kernels(dev, dt)
     for d in range(D):
         rev = (d == 1) if bidirectional else reverse
         zd, cd, dAd = _part(zstate, d, G), _part(cell, d, H), _part(dA, d, G)
         md, dsd, dcsd = _part(mask_seq, d, H), _part(dstate, d, H), _part(dcell_seq, d, H)
         z4 = zd.reshape(T, N, 4, H)
         gi, gf, gz, go = z4[:, :, bi], z4[:, :, bf], z4[:, :, bz], z4[:, :, bo]
-        p = None if peephole is None else peephole[d].reshape(4, H)
+        p = None if peephole is None else peephole[d].reshape(4, H).contiguous()
         Rd = R[d]
         gs = _act(g_kind, cd)                                  # g(c[t]) for all t
-        dgs = _dact(g_kind, gs)
-        fp = _dgates(zd, runs, H)                              # f'(gates) for all t
+        if fused is None:
+            dgs = _dact(g_kind, gs)
+            fp = _dgates(zd, runs, H)                          # f'(gates) for all t
         step = 1 if rev else -1
         cons, prod, first = _shift(T, rev)
         c_init = zero if c0 is None else _part(c0, d, H)
         dh_c = zero if dh_final is None else _part(dh_final, d, H)
         dc_c = zero if dc_final is None else _part(dc_final, d, H)
-        for t in _order(T, not rev):                           # reverse of processing order
+        dc_bufs = (torch.empty((N, H), dtype=dt, device=dev),
+                   torch.empty((N, H), dtype=dt, device=dev))
+        for k, t in enumerate(_order(T, not rev)):             # reverse of processing order
             c_prev = c_init if t == first else cd[t + step]
             dh = dsd[t] + dh_c
+            if fused is not None:  # the gate derivatives and the cell carry in one launch
+                dc_next = dc_bufs[k % 2]
+                fused.backward_step(dh, dc_c, zd[t], cd[t], c_prev,
+                                    None if dcsd is None else dcsd[t], p, dAd[t], dc_next,
+                                    blocks, activations)
+                dh_c = dAd[t] @ Rd
+                if md is not None:
+                    dh_c = dh_c * md[t]
+                dc_c = dc_next
+                continue
             dc = dc_c + dh * go[t] * dgs[t]
             if dcsd is not None:
                 dc = dc + dcsd[t]
