@@ -2,8 +2,9 @@
 (backends/numpy/rnn.py: the canonical argument forms, the equations and the backward are
 documented there and in ops/rnn.py).
 
-`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels, so a
-fused implementation (Triton) can replace them behind this seam. Here they are plain torch:
+`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. Where
+Triton can run (CUDA, or the CPU under TRITON_INTERPRET=1) a step's gate math is ONE fused
+launch (kernels/lstm_cell.py); otherwise it is plain torch. In both:
 
 - forward: the input projection of all steps and both directions is ONE matmul; a step is one
   [N, H] x [H, 4H] matmul per direction (`addmm` onto the projected input) plus the gate math;
