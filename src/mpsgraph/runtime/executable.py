@@ -168,11 +168,14 @@ class Executable:
 
         - `allow_tf32=True`: let float32 matrix products and convolutions use TF32 on NVIDIA
           GPUs (faster, ~10-bit mantissa products). Default False: float32 means float32.
-        - `cuda_graph=True` (CUDA devices): capture the whole plan once into a CUDA graph and
-          replay it on every run: no per-op launch cost. Needs static shapes, no variables or
-          assigns, and no op whose shapes depend on values. The results of a replayed
-          executable live in the graph's own output buffers: the next run overwrites them
-          (copy a result that must outlive the next run).
+        - `cuda_graph` (CUDA devices): capture the whole plan once into a CUDA graph and
+          replay it on every run, with no per-op launch cost. Default (None): on, where that
+          is safe - a CUDA device, no variables or assigns, no op whose shapes depend on
+          values - with each result copied out of the graph's buffers; if capturing fails the
+          executable quietly runs op by op. `True`: required (an error where it cannot be
+          done), and the results are the graph's own output buffers, overwritten by the next
+          run (no copy: the fastest; copy a result that must outlive the next run).
+          `False`: off.
         """
         unknown = set(options) - {"allow_tf32", "cuda_graph"}
         if unknown:
@@ -186,15 +189,38 @@ class Executable:
                 raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
                                "(TF32 exists on NVIDIA GPUs)", self.device.key)
             self._context = lambda: self._backend.precision_context(allow_tf32=True)
-        if options.get("cuda_graph"):
-            if not hasattr(self._backend, "graph_replayer") or self.device.type != "cuda":
+        want = options.get("cuda_graph")
+        if want is False:
+            return
+        on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
+        safe = not (self._vars or self._assigns or any(st.dynamic for st in self._steps))
+        if want:
+            if not on_cuda:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
                                self.device.key)
-            if self._vars or self._assigns or any(st.dynamic for st in self._steps):
+            if not safe:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
                                "variables, assigns or value-dependent shapes", "one with them")
-            self._replay = self._backend.graph_replayer(
-                self._execute, [st for _, st in self._feed_slots], self._context)
+        elif not (on_cuda and safe and self._steps):
+            return
+        replay = self._backend.graph_replayer(
+            self._execute, [st for _, st in self._feed_slots], self._context,
+            copy_outputs=not want)
+        if want:
+            self._replay = replay
+            return
+
+        def auto(feeds: list[Any]) -> list[Any]:  # falls back to op by op if capture fails
+            try:
+                return replay(feeds)
+            except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
+                self._replay = None
+                if self._context is not None:
+                    with self._context():
+                        return self._execute(feeds)
+                return self._execute(feeds)
+
+        self._replay = auto
 
     # ------------------------------------------------------------------ planning
     def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:

@@ -159,8 +159,8 @@ class Backend:
             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
 
     def graph_replayer(self, execute: Callable[[list[Any]], list[Any]],
-                       feed_types: list[ShapedType],
-                       context: Callable[[], Any] | None) -> Callable[[list[Any]], list[Any]]:
+                       feed_types: list[ShapedType], context: Callable[[], Any] | None,
+                       copy_outputs: bool = False) -> Callable[[list[Any]], list[Any]]:
         """A function feeds -> outputs that replays `execute` captured in a CUDA graph. The
         capture happens on the first call (after two warm-up runs on a side stream); each call
         copies the feeds into the graph's static input buffers (unless they ARE those buffers)
@@ -168,6 +168,8 @@ class Backend:
         state: dict[str, Any] = {}
 
         def capture(feeds: list[Any]) -> None:
+            if any(f.device != self.device for f in feeds):
+                raise RuntimeError("feeds on another device")
             static = [f.clone() for f in feeds]
             ctx = context or contextlib.nullcontext
             side = torch.cuda.Stream(device=self.device)
@@ -188,6 +190,8 @@ class Backend:
                 if f is not buf:
                     buf.copy_(f)
             state["graph"].replay()
+            if copy_outputs:
+                return [o.clone() for o in state["outs"]]
             return state["outs"]
 
         replay.static_inputs = lambda: state.get("static")  # type: ignore[attr-defined]

@@ -51,7 +51,7 @@ def leakyReLU(x: torch.Tensor, alphaTensor: torch.Tensor | None, alpha: float | 
               ) -> torch.Tensor:
     xw = work(x)
     if alphaTensor is None:
-        a = torch.tensor(alpha, dtype=F32, device=x.device)
+        a = torch.full((), alpha, dtype=F32, device=x.device)
     else:
         a = work(alphaTensor)
     return finish(torch.where(xw >= 0, xw, a * xw), x.dtype)

@@ -35,7 +35,7 @@ def _scaled_gradient(g: torch.Tensor, x_shape, a: SoftMaxCEAttrs) -> torch.Tenso
     mean."""
     g = torch.broadcast_to(g.to(F32), a.out_shape)
     if a.reduction == LossReductionType.mean:
-        g = g / torch.tensor(float(_count(x_shape, a.axis)), dtype=F32, device=g.device)
+        g = g / torch.full((), float(_count(x_shape, a.axis)), dtype=F32, device=g.device)
     return torch.broadcast_to(g, tuple(x_shape))
 
 
@@ -49,7 +49,7 @@ def softMaxCrossEntropy(x: torch.Tensor, labels: torch.Tensor, a: SoftMaxCEAttrs
     if a.reduction != LossReductionType.none:
         total = torch.sum(loss)
         if a.reduction == LossReductionType.mean:
-            total = total / torch.tensor(float(_count(x.shape, a.axis)), dtype=F32,
+            total = total / torch.full((), float(_count(x.shape, a.axis)), dtype=F32,
                                          device=x.device)
         loss = torch.broadcast_to(total, a.out_shape).clone()
     return finish(loss, x.dtype)
@@ -99,9 +99,12 @@ def _scalar(v, dt: torch.dtype, device) -> torch.Tensor:
     """`v` rounded to `dt` as NumPy does, as a 0-d tensor."""
     arr = np.asarray(v, ml_dtypes.bfloat16 if dt == torch.bfloat16
                      else str(dt).removeprefix("torch."))
+    # torch.full launches a fill kernel (no host-to-device copy), so it may be captured into a
+    # CUDA graph
     if dt == torch.bfloat16:
-        return torch.tensor(float(arr), dtype=torch.float32, device=device).to(dt)
+        return torch.full((), float(arr), dtype=torch.float32, device=device).to(dt)
     if dt == torch.uint64:
-        return torch.tensor(int(arr.view(np.int64)), dtype=torch.int64, device=device).to(dt)
-    return torch.tensor(arr.item(), dtype=dt, device=device)
+        return torch.full((), int(arr.view(np.int64)), dtype=torch.int64,
+                          device=device).view(torch.uint64)
+    return torch.full((), arr.item(), dtype=dt, device=device)
 

@@ -28,7 +28,7 @@ def reductionMean(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
     for i in axes:
         n *= x.shape[i]
     s = torch.sum(xw, dim=axes, keepdim=True)
-    return finish(s / torch.tensor(float(n), dtype=xw.dtype, device=x.device), x.dtype)
+    return finish(s / torch.full((), float(n), dtype=xw.dtype, device=x.device), x.dtype)
 
 
 def _extremum(x: torch.Tensor, axes: tuple[int, ...], fn, lowest: bool) -> torch.Tensor:

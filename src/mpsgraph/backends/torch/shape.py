@@ -87,10 +87,10 @@ def _float_to_int(x: torch.Tensor, to: torch.dtype) -> torch.Tensor:
     hi, lo = xf >= float(info.max), xf <= float(info.min)
     out = torch.where(hi | lo, torch.zeros((), dtype=xf.dtype, device=xf.device), xf).to(to)
     if to == torch.uint64:  # 2^64 - 1 is no int64: its bit pattern
-        vmax = torch.tensor(-1, dtype=torch.int64, device=x.device).to(to)
+        vmax = torch.full((), -1, dtype=torch.int64, device=x.device).to(to)
     else:
-        vmax = torch.tensor(int(info.max), dtype=to, device=x.device)
-    vmin = torch.tensor(int(info.min), dtype=to, device=x.device)
+        vmax = torch.full((), int(info.max), dtype=to, device=x.device)
+    vmin = torch.full((), int(info.min), dtype=to, device=x.device)
     return where(hi, vmax, where(lo, vmin, out))
 
 
