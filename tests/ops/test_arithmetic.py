@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
+from helpers import expect
 from mpsgraph.ops.arithmetic import sum_to_shape
 from oracles import gradcheck
 
@@ -57,18 +58,6 @@ def grad_check(build, shapes, rng, args=None, eps=1e-2, rtol=2e-3, atol=2e-4, tr
             scale = float(np.sum(np.abs(analytic[k] * v)))
             assert abs(num - ana) <= atol + rtol * scale, (k, num, ana)
     return analytic
-
-
-def expect(cls, fn, op, argument, *given, name=None):
-    with pytest.raises(mg.GraphError) as info:
-        fn()
-    msg = str(info.value)
-    assert type(info.value) is cls, f"{type(info.value).__name__}: {msg}"
-    who = f"{op} {name!r}" if name else op
-    assert msg.startswith(f"{who}: argument '{argument}'"), msg
-    for s in given:
-        assert s in msg, (s, msg)
-    return msg
 
 
 def rounded(a, dt):

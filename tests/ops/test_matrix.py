@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
+from helpers import expect
 from oracles import gradcheck
 
 DT = mg.DataType
@@ -23,17 +24,6 @@ def run(a, b):
     out = g.run({x: a, y: b}, [z])[z]
     assert out.shape == z.shape
     return out.numpy()
-
-
-def expect(cls, fn, op, argument, *given, name=None):
-    with pytest.raises(mg.GraphError) as info:
-        fn()
-    msg = str(info.value)
-    assert type(info.value) is cls, f"{type(info.value).__name__}: {msg}"
-    who = f"{op} {name!r}" if name else op
-    assert msg.startswith(f"{who}: argument '{argument}'"), msg
-    for s in given:
-        assert s in msg, (s, msg)
 
 
 SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)),

@@ -1,0 +1,62 @@
+"""Helpers shared by the op tests (tests/ops): run a one-op graph, check an op's gradient rule
+through gradientForPrimaryTensor against central differences, and assert a GraphError's class
+and message format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mpsgraph as mg
+from oracles import gradcheck
+
+DT = mg.DataType
+
+
+def run(build, *arrays):
+    g = mg.Graph()
+    phs = [g.placeholder(list(a.shape), DT.from_numpy(a.dtype)) for a in arrays]
+    out = build(g, *phs)
+    res = g.run(dict(zip(phs, arrays)), [out])[out]
+    assert res.shape == out.shape
+    return res.numpy()
+
+
+def grad_check(build, shapes, rng, args=None, eps=1e-2, rtol=2e-3, atol=2e-4, trials=2):
+    """<J^T u, v> from autodiff (loss = sum(u * y)) vs the central difference of the forward."""
+    g = mg.Graph()
+    xs = [g.placeholder(list(s), mg.float32) for s in shapes]
+    y = build(g, *xs)
+    u = rng.standard_normal(y.shape).astype(np.float32)
+    loss = g.reductionSum(g.multiplication(y, g.constant(u, dataType=mg.float32)))
+    grads = g.gradientForPrimaryTensor(loss, xs)
+    exe = g.compile({x: mg.ShapedType(list(s)) for x, s in zip(xs, shapes)},
+                    [loss] + [grads[x] for x in xs])
+    args = [rng.standard_normal(s) for s in shapes] if args is None else args
+
+    def f(*a):
+        return exe.run([np.asarray(v, np.float32) for v in a])[0].numpy().astype(np.float64)
+
+    res = dict(zip(exe.targetTensors, exe.run([np.asarray(a, np.float32) for a in args])))
+    analytic = [res[grads[x]].numpy().astype(np.float64) for x in xs]
+    for k in range(len(xs)):
+        for _ in range(trials):
+            v = rng.standard_normal(shapes[k])
+            dirs = [v if i == k else np.zeros(s) for i, s in enumerate(shapes)]
+            num = float(np.sum(gradcheck.directional_derivative(f, args, dirs, eps)))
+            ana = float(np.sum(analytic[k] * v))
+            scale = float(np.sum(np.abs(analytic[k] * v)))
+            assert abs(num - ana) <= atol + rtol * scale, (k, num, ana)
+    return analytic
+
+
+def expect(cls, fn, op, argument, *given, name=None):
+    with pytest.raises(mg.GraphError) as info:
+        fn()
+    msg = str(info.value)
+    assert type(info.value) is cls, f"{type(info.value).__name__}: {msg}"
+    who = f"{op} {name!r}" if name else op
+    assert msg.startswith(f"{who}: argument '{argument}'"), msg
+    for s in given:
+        assert s in msg, (s, msg)
+    return msg
