@@ -23,13 +23,16 @@ def run(build, *arrays):
 
 
 def grad_check(build, shapes, rng, args=None, eps=1e-2, rtol=2e-3, atol=2e-4, trials=2):
-    """<J^T u, v> from autodiff (loss = sum(u * y)) vs the central difference of the forward."""
+    """<J^T u, v> from gradientForPrimaryTensor (loss = sum(u * y)) against the central
+    difference of the same float32 forward graph along random directions v."""
     g = mg.Graph()
     xs = [g.placeholder(list(s), mg.float32) for s in shapes]
     y = build(g, *xs)
     u = rng.standard_normal(y.shape).astype(np.float32)
     loss = g.reductionSum(g.multiplication(y, g.constant(u, dataType=mg.float32)))
     grads = g.gradientForPrimaryTensor(loss, xs)
+    for x in xs:
+        assert grads[x].shape == x.shape and grads[x].dataType == mg.float32
     exe = g.compile({x: mg.ShapedType(list(s)) for x, s in zip(xs, shapes)},
                     [loss] + [grads[x] for x in xs])
     args = [rng.standard_normal(s) for s in shapes] if args is None else args

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import expect
+from helpers import expect, grad_check
 from mpsgraph.ops.arithmetic import sum_to_shape
-from oracles import gradcheck
 
 DT = mg.DataType
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -27,37 +26,6 @@ def run(build, *arrays, dtypes=None):
     res = g.run(dict(zip(phs, arrays)), [out])[out]
     assert res.shape == out.shape, (res.shape, out.shape)
     return res.numpy()
-
-
-def grad_check(build, shapes, rng, args=None, eps=1e-2, rtol=2e-3, atol=2e-4, trials=2):
-    """<J^T u, v> from gradientForPrimaryTensor (loss = sum(u * y)) against the central
-    difference of the same float32 forward graph along random directions v."""
-    g = mg.Graph()
-    xs = [g.placeholder(list(s), mg.float32) for s in shapes]
-    y = build(g, *xs)
-    u = rng.standard_normal(y.shape).astype(np.float32)
-    loss = g.reductionSum(g.multiplication(y, g.constant(u, dataType=mg.float32)))
-    grads = g.gradientForPrimaryTensor(loss, xs)
-    for x in xs:
-        assert grads[x].shape == x.shape and grads[x].dataType == mg.float32
-    exe = g.compile({x: mg.ShapedType(list(s)) for x, s in zip(xs, shapes)},
-                    [loss] + [grads[x] for x in xs])
-    args = [rng.standard_normal(s) for s in shapes] if args is None else args
-
-    def f(*a):
-        return exe.run([np.asarray(v, np.float32) for v in a])[0].numpy().astype(np.float64)
-
-    res = dict(zip(exe.targetTensors, exe.run([np.asarray(a, np.float32) for a in args])))
-    analytic = [res[grads[x]].numpy().astype(np.float64) for x in xs]
-    for k in range(len(xs)):
-        for _ in range(trials):
-            v = rng.standard_normal(shapes[k])
-            dirs = [v if i == k else np.zeros(s) for i, s in enumerate(shapes)]
-            num = float(np.sum(gradcheck.directional_derivative(f, args, dirs, eps)))
-            ana = float(np.sum(analytic[k] * v))
-            scale = float(np.sum(np.abs(analytic[k] * v)))
-            assert abs(num - ana) <= atol + rtol * scale, (k, num, ana)
-    return analytic
 
 
 def rounded(a, dt):
