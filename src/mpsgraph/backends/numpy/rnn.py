@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.rnn import LSTMAttrs
+from .._lstm_glue import ArrayOps, lstm_gradients_kernel, lstm_kernel
 from . import kernel
 
 _NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
@@ -482,83 +482,18 @@ def _backward_direction(*, dA, work, dstate, zs, cell, R, h0, c0, mask_seq, peep
 
 
 # ----------------------------------------------------------------------------------------------
-# graph kernels: canonicalise the op's arguments, call the kernels above, shape the results
+# graph kernels: the argument handling shared by the backends (backends/_lstm_glue.py)
 # ----------------------------------------------------------------------------------------------
 
 
-def _state(a: np.ndarray | None, n: int, dh: int) -> np.ndarray | None:
-    """A state-shaped operand as [N, D*H] (leading size-1 axes dropped, then broadcast)."""
-    if a is None:
-        return None
-    while a.ndim > 2 and a.shape[0] == 1:
-        a = a[0]
-    return np.broadcast_to(a, (n, dh))
+_XP = ArrayOps(
+    ndim=lambda a: a.ndim,
+    broadcast=np.broadcast_to,
+    sum=lambda a, axes, keep: a.sum(axis=axes, keepdims=keep),
+    widen=lambda a: (a.astype(np.float32) if a.dtype.itemsize < 4 else a, a.dtype),
+    narrow=lambda a, dt: a.astype(dt, copy=False),
+    contiguous=np.ascontiguousarray,
+)
 
-
-def _unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum an [N, D*H] gradient back to the state-shaped input's own shape."""
-    core = list(shape)
-    while len(core) > 2 and core[0] == 1:
-        core = core[1:]
-    dt = g.dtype
-    if dt.itemsize < 4:  # sum half types in float32, round once
-        g = g.astype(np.float32)
-    lead = g.ndim - len(core)
-    if lead:
-        g = g.sum(axis=tuple(range(lead)))
-    axes = tuple(i for i, s in enumerate(core) if s == 1 and g.shape[i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape).astype(dt, copy=False)
-
-
-def _canonical(a: LSTMAttrs, R, h0, c0, mask, peephole):
-    D, H, N = a.D, a.H, a.N
-    R = R.reshape(D, 4 * H, H)
-    h0, c0 = _state(h0, N, D * H), _state(c0, N, D * H)
-    if mask is not None and not a.mask_per_step:
-        mask = _state(mask, N, D * H)
-    if peephole is not None:
-        peephole = peephole.reshape(D, 4 * H)
-    return R, h0, c0, mask, peephole
-
-
-def _options(a: LSTMAttrs) -> dict:
-    return dict(reverse=a.reverse, bidirectional=a.bidirectional,
-                forget_gate_last=a.forget_gate_last, activations=a.activations)
-
-
-@kernel("LSTM")
-def LSTM(x, R, W, b, h0, c0, mask, peephole, a: LSTMAttrs):
-    R, h0, c0, mask, peephole = _canonical(a, R, h0, c0, mask, peephole)
-    state, cell, z = lstm_forward(x, R, W, b, h0, c0, mask, peephole, **_options(a))
-    if a.n_outputs == 1:
-        return state
-    return (state, cell, z)[:a.n_outputs]
-
-
-@kernel("LSTMGradients")
-def LSTMGradients(x, R, dstate, zstate, cell, dh_final, dcell, W, b, h0, c0, mask, peephole,
-                  a: LSTMAttrs):
-    R, h0, c0, mask, peephole = _canonical(a, R, h0, c0, mask, peephole)
-    dhf = _state(dh_final, a.N, a.D * a.H)
-    dcf = dcs = None
-    if dcell is not None:
-        if a.cell_grad_per_step:
-            dcs = dcell
-        else:
-            dcf = _state(dcell, a.N, a.D * a.H)
-    g = lstm_backward(x, R, dstate, zstate, cell, W, b, h0, c0, mask, peephole, dhf, dcf, dcs,
-                      need_b=b is not None, need_peephole=peephole is not None,
-                      need_h0=h0 is not None, need_c0=c0 is not None, **_options(a))
-    out = []
-    for name in a.outputs:
-        v = g[name]
-        if name == "recurrentWeight" or name == "peephole":
-            v = v.reshape(a.shape_of(name))
-        elif name == "bias":
-            v = v.reshape(1, 1, -1)
-        elif name in ("initState", "initCell"):
-            v = _unbroadcast(v, a.shape_of(name))
-        out.append(np.ascontiguousarray(v))
-    return out[0] if len(out) == 1 else tuple(out)
+LSTM = kernel("LSTM")(lstm_kernel(_XP, lstm_forward))
+LSTMGradients = kernel("LSTMGradients")(lstm_gradients_kernel(_XP, lstm_backward))

@@ -1,0 +1,111 @@
+"""The LSTM graph kernels' argument handling, written once for every backend.
+
+The op's arguments arrive in the user's forms (state-shaped initState / initCell / mask /
+stateGradient / cellGradient, peephole as [4H], [2, 4H] or [8H], R as [4H, H] or [2, 4H, H]);
+the backends' `lstm_forward` / `lstm_backward` take canonical forms (docs in
+backends/numpy/rnn.py). This module converts in, calls the backend's functions, and shapes the
+gradients back (bias as [1, 1, D*4H], each other gradient in its input's shape, a broadcast
+state's gradient summed). A backend supplies only its array primitives (`ArrayOps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..ops.rnn import LSTMAttrs
+
+
+@dataclass(frozen=True)
+class ArrayOps:
+    ndim: Callable[[Any], int]
+    broadcast: Callable[[Any, tuple[int, ...]], Any]  # a view of `a` broadcast to a shape
+    sum: Callable[[Any, tuple[int, ...], bool], Any]  # sum over axes (keeping them or not)
+    widen: Callable[[Any], tuple[Any, Any]]  # (a in float32 if a half type, a's dtype)
+    narrow: Callable[[Any, Any], Any]  # back to a dtype
+    contiguous: Callable[[Any], Any]
+
+
+def _state(xp: ArrayOps, a: Any, n: int, dh: int) -> Any:
+    """A state-shaped operand as [N, D*H] (leading size-1 axes dropped, then broadcast)."""
+    if a is None:
+        return None
+    while xp.ndim(a) > 2 and a.shape[0] == 1:
+        a = a[0]
+    return xp.broadcast(a, (n, dh))
+
+
+def _unbroadcast(xp: ArrayOps, g: Any, shape: tuple[int, ...]) -> Any:
+    """Sum an [N, D*H] gradient back to the state-shaped input's own shape."""
+    core = list(shape)
+    while len(core) > 2 and core[0] == 1:
+        core = core[1:]
+    g, dt = xp.widen(g)  # half types are summed in float32 and rounded once
+    lead = xp.ndim(g) - len(core)
+    if lead:
+        g = xp.sum(g, tuple(range(lead)), False)
+    axes = tuple(i for i, s in enumerate(core) if s == 1 and g.shape[i] != 1)
+    if axes:
+        g = xp.sum(g, axes, True)
+    return xp.narrow(g.reshape(shape), dt)
+
+
+def _canonical(xp: ArrayOps, a: LSTMAttrs, R, h0, c0, mask, peephole):
+    D, H, N = a.D, a.H, a.N
+    R = R.reshape(D, 4 * H, H)
+    h0, c0 = _state(xp, h0, N, D * H), _state(xp, c0, N, D * H)
+    if mask is not None and not a.mask_per_step:
+        mask = _state(xp, mask, N, D * H)
+    if peephole is not None:
+        peephole = peephole.reshape(D, 4 * H)
+    return R, h0, c0, mask, peephole
+
+
+def _options(a: LSTMAttrs) -> dict[str, Any]:
+    return dict(reverse=a.reverse, bidirectional=a.bidirectional,
+                forget_gate_last=a.forget_gate_last, activations=a.activations)
+
+
+def lstm_kernel(xp: ArrayOps, forward: Callable[..., Any]) -> Callable[..., Any]:
+    """The `LSTM` graph kernel of a backend whose canonical forward is `forward`."""
+
+    def LSTM(x, R, W, b, h0, c0, mask, peephole, a: LSTMAttrs):
+        R, h0, c0, mask, peephole = _canonical(xp, a, R, h0, c0, mask, peephole)
+        state, cell, z = forward(x, R, W, b, h0, c0, mask, peephole, **_options(a))
+        if a.n_outputs == 1:
+            return state
+        return (state, cell, z)[:a.n_outputs]
+
+    return LSTM
+
+
+def lstm_gradients_kernel(xp: ArrayOps, backward: Callable[..., Any]) -> Callable[..., Any]:
+    """The `LSTMGradients` graph kernel of a backend whose canonical backward is `backward`."""
+
+    def LSTMGradients(x, R, dstate, zstate, cell, dh_final, dcell, W, b, h0, c0, mask,
+                      peephole, a: LSTMAttrs):
+        R, h0, c0, mask, peephole = _canonical(xp, a, R, h0, c0, mask, peephole)
+        dhf = _state(xp, dh_final, a.N, a.D * a.H)
+        dcf = dcs = None
+        if dcell is not None:
+            if a.cell_grad_per_step:
+                dcs = dcell
+            else:
+                dcf = _state(xp, dcell, a.N, a.D * a.H)
+        g = backward(x, R, dstate, zstate, cell, W, b, h0, c0, mask, peephole, dhf, dcf, dcs,
+                     need_b=b is not None, need_peephole=peephole is not None,
+                     need_h0=h0 is not None, need_c0=c0 is not None, **_options(a))
+        out = []
+        for name in a.outputs:
+            v = g[name]
+            if name == "recurrentWeight" or name == "peephole":
+                v = v.reshape(a.shape_of(name))
+            elif name == "bias":
+                v = v.reshape(1, 1, -1)
+            elif name in ("initState", "initCell"):
+                v = _unbroadcast(xp, v, a.shape_of(name))
+            out.append(xp.contiguous(v))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return LSTMGradients
