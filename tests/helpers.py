@@ -63,3 +63,15 @@ def expect(cls, fn, op, argument, *given, name=None):
     for s in given:
         assert s in msg, (s, msg)
     return msg
+
+
+def expect_named(cls, fn, op, name, argument, *given):
+    """`expect` with the user's `name=` (or None) before the argument."""
+    with pytest.raises(mg.GraphError) as info:
+        fn()
+    err, msg = info.value, str(info.value)
+    assert type(err) is cls, f"{type(err).__name__} instead of {cls.__name__}: {msg}"
+    who = f"{op} {name!r}" if name else op
+    assert msg.startswith(f"{who}: argument '{argument}'"), msg
+    for s in given:
+        assert s in msg, f"{s!r} not in {msg!r}"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
+from helpers import expect_named
 
 R = mg.LossReductionType
 
@@ -226,27 +227,16 @@ def name(request):
     return request.param
 
 
-def expect(cls, fn, op, name, argument, *given):
-    with pytest.raises(mg.GraphError) as info:
-        fn()
-    err, msg = info.value, str(info.value)
-    assert type(err) is cls, f"{type(err).__name__} instead of {cls.__name__}: {msg}"
-    who = f"{op} {name!r}" if name else op
-    assert msg.startswith(f"{who}: argument '{argument}'"), msg
-    for s in given:
-        assert s in msg, f"{s!r} not in {msg!r}"
-
-
 SGD = "stochasticGradientDescent"
 
 
 def test_error_sgd_dtypes(name):
     g = mg.Graph()
     v = g.placeholder([3])
-    expect(mg.DataTypeError, lambda: g.stochasticGradientDescent(
+    expect_named(mg.DataTypeError, lambda: g.stochasticGradientDescent(
         _c(g, 0.1, mg.float16), v, v, name=name), SGD, name, "learningRate", "float16")
     iv = g.placeholder([3], mg.int32)
-    expect(mg.DataTypeError, lambda: g.stochasticGradientDescent(_c(g, 1, mg.int32), iv, iv,
+    expect_named(mg.DataTypeError, lambda: g.stochasticGradientDescent(_c(g, 1, mg.int32), iv, iv,
                                                                  name=name),
            SGD, name, "values", "int32")
 
@@ -254,10 +244,10 @@ def test_error_sgd_dtypes(name):
 def test_error_sgd_shapes(name):
     g = mg.Graph()
     v = g.placeholder([2, 3])
-    expect(mg.ShapeError, lambda: g.stochasticGradientDescent(_c(g, 0.1), v,
+    expect_named(mg.ShapeError, lambda: g.stochasticGradientDescent(_c(g, 0.1), v,
                                                               g.placeholder([3, 3]), name=name),
            SGD, name, "gradient", "[2, 3]", "[3, 3]")
-    expect(mg.ShapeError, lambda: g.stochasticGradientDescent(g.placeholder([2, 3, 1]), v, v,
+    expect_named(mg.ShapeError, lambda: g.stochasticGradientDescent(g.placeholder([2, 3, 1]), v, v,
                                                               name=name),
            SGD, name, "learningRate", "[2, 3]")
 
@@ -265,11 +255,11 @@ def test_error_sgd_shapes(name):
 def test_error_apply_sgd_needs_a_variable(name):
     g = mg.Graph()
     p = g.placeholder([3])
-    expect(mg.GraphError, lambda: g.applyStochasticGradientDescent(_c(g, 0.1), p, p,
+    expect_named(mg.GraphError, lambda: g.applyStochasticGradientDescent(_c(g, 0.1), p, p,
                                                                    name=name),
            "applyStochasticGradientDescent", name, "variable", "variable(...)", "placeholder")
     w = g.variable(np.zeros(3, np.float32), dataType=mg.float32)
-    expect(mg.ShapeError, lambda: g.applyStochasticGradientDescent(
+    expect_named(mg.ShapeError, lambda: g.applyStochasticGradientDescent(
         _c(g, 0.1), w, g.placeholder([4]), name=name),
         "applyStochasticGradientDescent", name, "gradient", "variable's shape", "[4]")
 
@@ -284,13 +274,13 @@ def test_error_adam_learning_rate_overloads(name):
     g = mg.Graph()
     kw = _adam_kw(g)
     lr = _c(g, 0.1)
-    expect(mg.GraphError, lambda: g.adam(name=name, **kw), "adam", name, "learningRate",
+    expect_named(mg.GraphError, lambda: g.adam(name=name, **kw), "adam", name, "learningRate",
            "exactly one", "neither")
-    expect(mg.GraphError, lambda: g.adam(learningRate=lr, currentLearningRate=lr, name=name,
+    expect_named(mg.GraphError, lambda: g.adam(learningRate=lr, currentLearningRate=lr, name=name,
                                          **kw), "adam", name, "learningRate", "both")
-    expect(mg.GraphError, lambda: g.adam(learningRate=lr, beta1Power=lr, name=name, **kw),
+    expect_named(mg.GraphError, lambda: g.adam(learningRate=lr, beta1Power=lr, name=name, **kw),
            "adam", name, "beta2Power", "required with learningRate")
-    expect(mg.GraphError, lambda: g.adam(currentLearningRate=lr, beta1Power=lr, name=name,
+    expect_named(mg.GraphError, lambda: g.adam(currentLearningRate=lr, beta1Power=lr, name=name,
                                          **kw), "adam", name, "beta1Power", "None with")
 
 
@@ -299,13 +289,13 @@ def test_error_adam_shapes_and_types(name):
     kw = _adam_kw(g)
     lr = _c(g, 0.1)
     bad = dict(kw, momentum=g.placeholder([4]))
-    expect(mg.ShapeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
+    expect_named(mg.ShapeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
            name, "momentum", "[3]", "[4]")
     bad = dict(kw, maximumVelocity=g.placeholder([3], mg.float16))
-    expect(mg.DataTypeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
+    expect_named(mg.DataTypeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
            name, "maximumVelocity", "float16")
     bad = dict(kw, epsilon=g.placeholder([2]))
-    expect(mg.ShapeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
+    expect_named(mg.ShapeError, lambda: g.adam(currentLearningRate=lr, name=name, **bad), "adam",
            name, "epsilon", "[3]")
 
 

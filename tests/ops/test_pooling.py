@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
+from helpers import expect_named
 
 L = mg.TensorNamedDataLayout
 PS = mg.PaddingStyle
@@ -387,17 +388,6 @@ def name(request):
     return request.param
 
 
-def expect(cls, fn, op, name, argument, *given):
-    with pytest.raises(mg.GraphError) as info:
-        fn()
-    err, msg = info.value, str(info.value)
-    assert type(err) is cls, f"{type(err).__name__} instead of {cls.__name__}: {msg}"
-    who = f"{op} {name!r}" if name else op
-    assert msg.startswith(f"{who}: argument '{argument}'"), msg
-    for s in given:
-        assert s in msg, f"{s!r} not in {msg!r}"
-
-
 OPS = ["maxPooling2D", "avgPooling2D", "maxPooling2DGradient", "avgPooling2DGradient"]
 
 
@@ -418,27 +408,27 @@ def _src(op):
 
 @pytest.mark.parametrize("op", OPS)
 def test_error_wrong_rank(name, op):
-    expect(mg.ShapeError, lambda: build(op, (2, 6, 6), name=name), op, name, _src(op),
+    expect_named(mg.ShapeError, lambda: build(op, (2, 6, 6), name=name), op, name, _src(op),
            "rank-4", "rank 3")
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_error_integer_source(name, op):
-    expect(mg.DataTypeError, lambda: build(op, x_dt=mg.int32, dy_dt=mg.int32, name=name), op,
+    expect_named(mg.DataTypeError, lambda: build(op, x_dt=mg.int32, dy_dt=mg.int32, name=name), op,
            name, "gradient" if op.endswith("Gradient") else "source", "float32", "int32")
 
 
 @pytest.mark.parametrize("op", OPS[2:])
 def test_error_gradient_dtype_mismatch(name, op):
-    expect(mg.DataTypeError, lambda: build(op, dy_dt=mg.float16, name=name), op, name,
+    expect_named(mg.DataTypeError, lambda: build(op, dy_dt=mg.float16, name=name), op, name,
            "sourceTensor", "float16", "float32")
 
 
 @pytest.mark.parametrize("op", OPS[2:])
 def test_error_gradient_shape_mismatch(name, op):
-    expect(mg.ShapeError, lambda: build(op, dy_shape=(1, 2, 3, 2), name=name), op, name,
+    expect_named(mg.ShapeError, lambda: build(op, dy_shape=(1, 2, 3, 2), name=name), op, name,
            "gradient", "[1, 2, 3, 3]", "[1, 2, 3, 2]")
-    expect(mg.ShapeError, lambda: build(op, dy_shape=(1, 3, 3, 3), name=name), op, name,
+    expect_named(mg.ShapeError, lambda: build(op, dy_shape=(1, 3, 3, 3), name=name), op, name,
            "gradient", "[1, 2, 3, 3]")
 
 
@@ -446,7 +436,7 @@ def test_error_gradient_shape_mismatch(name, op):
 @pytest.mark.parametrize("style", ["explicit", "TF_VALID"])
 def test_error_source_smaller_than_the_kernel(name, op, style):
     d = Desc(kernelWidth=2, kernelHeight=4, dilationRateInY=3, paddingStyle=getattr(PS, style))
-    expect(mg.ShapeError, lambda: build(op, (1, 2, 6, 6), d=d, name=name), op, name, _src(op),
+    expect_named(mg.ShapeError, lambda: build(op, (1, 2, 6, 6), d=d, name=name), op, name, _src(op),
            "dilated kernel extent 10", "height 6")
 
 
@@ -461,7 +451,7 @@ def test_error_source_smaller_than_the_kernel(name, op, style):
     ("returnIndicesDataType", mg.float32, "int32 or int64")])
 def test_error_bad_descriptor_property(name, op, prop, value, expected):
     d = dataclasses.replace(Desc(kernelWidth=2, kernelHeight=2), **{prop: value})
-    expect(mg.DescriptorError, lambda: build(op, d=d, name=name), op, name,
+    expect_named(mg.DescriptorError, lambda: build(op, d=d, name=name), op, name,
            f"descriptor.{prop}", expected)
 
 
@@ -471,7 +461,7 @@ def test_error_not_a_pooling_descriptor(name, op, bad):
     g = mg.Graph()
     x = g.placeholder([1, 1, 4, 4])
     args = (x, x) if op.endswith("Gradient") else (x,)
-    expect(mg.DescriptorError, lambda: getattr(g, op)(*args, descriptor=bad, name=name), op,
+    expect_named(mg.DescriptorError, lambda: getattr(g, op)(*args, descriptor=bad, name=name), op,
            name, "descriptor", "a Pooling2DOpDescriptor")
 
 

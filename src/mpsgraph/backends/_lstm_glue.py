@@ -27,6 +27,19 @@ class ArrayOps:
     contiguous: Callable[[Any], Any]
 
 
+def gate_blocks(forget_gate_last: bool) -> tuple[int, int, int, int]:
+    """Block index of gates (i, f, z, o) on the 4H axis."""
+    return (0, 2, 1, 3) if forget_gate_last else (0, 1, 2, 3)
+
+
+def block_activations(blocks, activations) -> list[int]:
+    """Activation of each of the four gate blocks, in block order."""
+    acts = [0] * 4
+    for blk, act in zip(blocks, activations[:4]):
+        acts[blk] = int(act)
+    return acts
+
+
 def _state(xp: ArrayOps, a: Any, n: int, dh: int) -> Any:
     """A state-shaped operand as [N, D*H] (leading size-1 axes dropped, then broadcast)."""
     if a is None:

@@ -71,7 +71,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._lstm_glue import ArrayOps, lstm_gradients_kernel, lstm_kernel
+from .._lstm_glue import (
+    ArrayOps,
+    block_activations,
+    gate_blocks,
+    lstm_gradients_kernel,
+    lstm_kernel,
+)
 from . import kernel
 
 _NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
@@ -91,19 +97,6 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 def _cast(a, dtype):
     return None if a is None else np.asarray(a).astype(dtype, copy=False)
-
-
-def _gate_blocks(forget_gate_last: bool) -> tuple[int, int, int, int]:
-    """Block index of gates (i, f, z, o) on the 4H axis."""
-    return (0, 2, 1, 3) if forget_gate_last else (0, 1, 2, 3)
-
-
-def _block_activations(blocks, activations) -> list[int]:
-    """Activation of each of the four gate blocks, in block order."""
-    acts = [0] * 4
-    for blk, act in zip(blocks, activations[:4]):
-        acts[blk] = int(act)
-    return acts
 
 
 def _order(T: int, rev: bool) -> range:
@@ -243,8 +236,8 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     D = 2 if bidirectional else 1
     H = R.shape[-1]
     G = 4 * H
-    bi, bf, bz, bo = _gate_blocks(forget_gate_last)
-    scale, plan = _gate_plan(_block_activations((bi, bf, bz, bo), activations), H, dt)
+    bi, bf, bz, bo = gate_blocks(forget_gate_last)
+    scale, plan = _gate_plan(block_activations((bi, bf, bz, bo), activations), H, dt)
     g_kind = int(activations[4])
 
     # Fold the 0.5 of the sigmoid blocks into every term of the pre-activation.
@@ -358,8 +351,8 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     D = 2 if bidirectional else 1
     H = R.shape[-1]
     G = 4 * H
-    blocks = _gate_blocks(forget_gate_last)
-    blk_act = _block_activations(blocks, activations)
+    blocks = gate_blocks(forget_gate_last)
+    blk_act = block_activations(blocks, activations)
     g_kind = int(activations[4])
 
     dA = np.empty((T, N, D * G), dt)          # dL/da (= dx' per step), both directions

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import torch
 
-from .._lstm_glue import ArrayOps, lstm_gradients_kernel, lstm_kernel
+from .._lstm_glue import (
+    ArrayOps,
+    block_activations,
+    gate_blocks,
+    lstm_gradients_kernel,
+    lstm_kernel,
+)
 from . import kernel
 from .kernels import available as _triton_available
 
@@ -39,18 +45,6 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _cast(a, dtype):
     return None if a is None else a.to(dtype)
-
-
-def _gate_blocks(forget_gate_last: bool) -> tuple[int, int, int, int]:
-    """Block index of gates (i, f, z, o) on the 4H axis."""
-    return (0, 2, 1, 3) if forget_gate_last else (0, 1, 2, 3)
-
-
-def _block_activations(blocks, activations) -> list[int]:
-    acts = [0] * 4
-    for blk, act in zip(blocks, activations[:4]):
-        acts[blk] = int(act)
-    return acts
 
 
 def _runs(blk_act: list[int]) -> list[tuple[int, int, int]]:
@@ -146,8 +140,8 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     H = R.shape[-1]
     G = 4 * H
     dev = x.device
-    blocks = _gate_blocks(forget_gate_last)
-    runs = _runs(_block_activations(blocks, activations))
+    blocks = gate_blocks(forget_gate_last)
+    runs = _runs(block_activations(blocks, activations))
     g_kind = int(activations[4])
 
     # the input projection of all steps and both directions: one matmul
@@ -215,9 +209,9 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     H = R.shape[-1]
     G = 4 * H
     dev = x.device
-    blocks = _gate_blocks(forget_gate_last)
+    blocks = gate_blocks(forget_gate_last)
     bi, bf, bz, bo = blocks
-    runs = _runs(_block_activations(blocks, activations))
+    runs = _runs(block_activations(blocks, activations))
     g_kind = int(activations[4])
 
     dA = torch.empty((T, N, D * G), dtype=dt, device=dev)     # dL/da (= dx' per step)
