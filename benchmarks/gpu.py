@@ -36,7 +36,6 @@ torch.compile unavailable) prints ``n/a`` with the reason in the notes below the
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import platform
@@ -121,8 +120,10 @@ class Bench:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def time(self, fn, repeat: int | None = None) -> float:
-        """Median ms of `fn()` (host-inclusive, synchronized at the end of each run)."""
+    def time(self, fn, repeat: int | None = None, batch: int = 1) -> float:
+        """Median ms of `fn()` (host-inclusive, synchronized at the end of each run). With
+        `batch` > 1 each timed sample is `batch` calls queued back to back, divided by
+        `batch` (for graph replays: the device time, without the host's launch gaps)."""
         repeat = repeat or self.repeat
         for _ in range(self.warmup):
             fn()
@@ -133,10 +134,11 @@ class Bench:
                 s = torch.cuda.Event(enable_timing=True)
                 e = torch.cuda.Event(enable_timing=True)
                 s.record()
-                fn()
+                for _ in range(batch):
+                    fn()
                 e.record()
                 e.synchronize()
-                ts.append(s.elapsed_time(e))
+                ts.append(s.elapsed_time(e) / batch)
         else:
             for _ in range(repeat):
                 t0 = time.perf_counter()
@@ -219,9 +221,9 @@ class Cell:
                 "method": self.method}
 
 
-def measure(bench: Bench, fn, label: str, repeat: int | None = None) -> Cell:
+def measure(bench: Bench, fn, label: str, repeat: int | None = None, batch: int = 1) -> Cell:
     try:
-        return Cell(bench.time(fn, repeat))
+        return Cell(bench.time(fn, repeat, batch))
     except Exception as e:  # noqa: BLE001 - one contender's failure must not stop the run
         print(f"  [{label}] {short(e, 300)}", file=sys.stderr)
         bench.cleanup()
@@ -238,59 +240,32 @@ def ratio_val(peer: Cell, ours: Cell) -> float | None:
     return None if peer.ms is None or ours.ms is None else peer.ms / ours.ms
 
 
-def builtin_cuda_graph(exe) -> bool:
-    """Whether the executable really implements compile(..., cuda_graph=True): `compile`
-    accepts unknown options silently, so look for the option in the Executable's module."""
-    if not exe.options.get("cuda_graph"):
-        return False
-    for attr in ("_replay", "cuda_graph", "_cuda_graph", "_cuda_graph_replay"):
-        if getattr(exe, attr, None) is not None:
-            return True
-    try:
-        src = inspect.getsource(sys.modules[type(exe).__module__])
-    except (OSError, TypeError, KeyError):
-        return False
-    return "cuda_graph" in src.replace("**options", "")
+GRAPH_BATCH = 10  # graph replays queued per timed sample (device-only columns)
 
 
 def ours_graph_cell(bench: Bench, compile_fn, exe, inputs, check, repeat=None) -> Cell:
-    """Ours device-only: compile(cuda_graph=True) when implemented, else exe.run captured in a
-    CUDA graph by hand; `check(outputs)` verifies the outputs of the graph once."""
+    """Ours device-only: an executable compiled with cuda_graph=True, its CUDA graph bound to
+    these inputs (`Executable.captured_graph`), replayed directly exactly as torch's captured
+    call is; `check(outputs)` verifies the executable's results once."""
+    del exe
     if not bench.cuda:
         note("graph columns: n/a without CUDA")
         return Cell(text="n/a")
     try:
         exe_cg = compile_fn(cuda_graph=True)
+        check(exe_cg.run(inputs))
+        g = exe_cg.captured_graph(inputs)
+        bench.sync()
     except Exception as e:  # noqa: BLE001
-        exe_cg = None
-        note(f"compile(cuda_graph=True) rejected ({short(e)}): ours graph = exe.run captured "
-             "by hand in torch.cuda.graph")
-    if exe_cg is not None and builtin_cuda_graph(exe_cg):
-        note("ours graph: Executable built with compile(..., cuda_graph=True), timed through "
-             "exe.run (host-inclusive replay)")
-        try:
-            check(exe_cg.run(inputs))
-            bench.sync()
-        except Exception as e:  # noqa: BLE001
-            bench.cleanup()
-            return Cell(text=f"error: {short(e)}")
-        c = measure(bench, lambda: exe_cg.run(inputs), "ours graph builtin", repeat)
-        c.method = "compile(cuda_graph=True)"
-        return c
-    if exe_cg is not None:
-        note("compile(cuda_graph=True) is accepted but not implemented by Executable: ours "
-             "graph = exe.run captured by hand in torch.cuda.graph and replayed")
-    try:
-        g, out = bench.capture(lambda: exe.run(inputs))
-        check(out)
-    except Exception as e:  # noqa: BLE001
-        print(f"  [ours graph capture] {short(e, 300)}", file=sys.stderr)
-        note(f"ours graph capture failed: {short(e, 120)}")
+        print(f"  [ours graph] {short(e, 300)}", file=sys.stderr)
         bench.cleanup()
-        return Cell(text="n/a")
-    c = measure(bench, g.replay, "ours graph", repeat)
-    c.method = "manual capture of exe.run"
-    del g, out
+        return Cell(text=f"error: {short(e)}")
+    note(f"graph columns (device-only): a CUDA graph replayed, {GRAPH_BATCH} replays queued "
+         "back to back per timed sample; ours = Executable.captured_graph(inputs) of an "
+         "executable compiled with cuda_graph=True, torch = the same call captured in "
+         "torch.cuda.graph")
+    c = measure(bench, g.replay, "ours graph", repeat, batch=GRAPH_BATCH)
+    c.method = "captured_graph replay"
     return c
 
 
@@ -304,7 +279,7 @@ def torch_graph_cell(bench: Bench, fn, label: str, before=None, repeat=None) -> 
         note(f"{label} capture failed: {short(e, 120)}")
         bench.cleanup()
         return Cell(text="n/a")
-    c = measure(bench, g.replay, label, repeat)
+    c = measure(bench, g.replay, label, repeat, batch=GRAPH_BATCH)
     del g, out
     return c
 

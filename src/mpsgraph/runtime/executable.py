@@ -173,9 +173,14 @@ class Executable:
           is safe - a CUDA device, no variables or assigns, no op whose shapes depend on
           values - with each result copied out of the graph's buffers; if capturing fails the
           executable quietly runs op by op. `True`: required (an error where it cannot be
-          done), and the results are the graph's own output buffers, overwritten by the next
+          done), and the results are the graph's own output buffers, overwritten by a later
           run (no copy: the fastest; copy a result that must outlive the next run).
           `False`: off.
+          Feeds are copied into the graph's input buffers, except where the caller feeds the
+          same device tensors again (same addresses): up to 4 such sets get graphs bound to
+          them, replayed with no copy (the executable then keeps a reference to those
+          tensors; see backends/torch GraphReplayer). `captured_graph(inputs)` returns the
+          torch.cuda.CUDAGraph of a set, for device-only timing.
         """
         unknown = set(options) - {"allow_tf32", "cuda_graph"}
         if unknown:
@@ -210,9 +215,9 @@ class Executable:
             self._replay = replay
             return
 
-        def auto(feeds: list[Any]) -> list[Any]:  # falls back to op by op if capture fails
-            try:
-                return replay(feeds)
+        def auto(feeds: list[Any], bindable: bool = False) -> list[Any]:
+            try:  # falls back to op by op if capture fails
+                return replay(feeds, bindable)
             except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
                 self._replay = None
                 if self._context is not None:
@@ -220,6 +225,7 @@ class Executable:
                         return self._execute(feeds)
                 return self._execute(feeds)
 
+        auto.replayer = replay  # type: ignore[attr-defined]
         self._replay = auto
 
     # ------------------------------------------------------------------ planning
@@ -329,7 +335,10 @@ class Executable:
         feeds = [be.convert_feed(value, st, name)
                  for (_, st, name), value in zip(self._feed_info, inputs)]
         if self._replay is not None:
-            arrays = self._replay(feeds)
+            # the caller's own device arrays (not converted copies) may be bound to a graph
+            bindable = all(f is v or (type(v) is TensorData and f is v.array)
+                           for f, v in zip(feeds, inputs))
+            arrays = self._replay(feeds, bindable)
         elif self._context is not None:
             with self._context():
                 arrays = self._execute(feeds)
@@ -337,6 +346,21 @@ class Executable:
             arrays = self._execute(feeds)
         dev = self.device
         return [TensorData._wrap(a, dt, dev) for a, dt in zip(arrays, self._target_dtypes)]
+
+    def captured_graph(self, inputs: Sequence[Any]) -> Any:
+        """The torch.cuda.CUDAGraph that runs this executable on `inputs` (device tensors in
+        feedTensors order, bound to the graph; captured now if need be). Replaying it is the
+        plan's device work alone, with no host work besides the launch: for device-only
+        timing. Needs an executable whose CUDA graph is on (the default where it is safe)."""
+        if self._replay is None:
+            raise op_error(UnsupportedError, "captured_graph", "executable", "one that replays "
+                           "a CUDA graph (compile(..., cuda_graph=True) on a CUDA device)",
+                           f"one on {self.device.key} running op by op")
+        be = self._backend
+        feeds = [be.convert_feed(value, st, name)
+                 for (_, st, name), value in zip(self._feed_info, inputs)]
+        replay = getattr(self._replay, "replayer", self._replay)
+        return replay.graph_for(feeds)
 
     def _execute(self, feeds: list[Any]) -> list[Any]:
         """The plan itself: feeds (backend arrays, in feedTensors order) -> target arrays."""
