@@ -133,3 +133,59 @@ def test_captured_graph_needs_a_cuda_graph():
     exe = g.compile(feeds, targets, device="torch-cpu")
     with pytest.raises(mg.GraphError, match="captured_graph"):
         exe.captured_graph([np.zeros(s.shape, np.float32) for s in feeds.values()])
+
+
+def _swap_graph():
+    g = mg.Graph()
+    init_a, init_b = np.arange(3, dtype=np.float32), np.full(3, 10, np.float32)
+    a = g.variable(init_a, [3], mg.float32, name="a")
+    b = g.variable(init_b, [3], mg.float32, name="b")
+    ra, rb = g.read(a), g.read(b)
+    ops = [g.assign(a, rb), g.assign(b, ra)]
+    return g, (init_a, init_b), (ra, rb), ops
+
+
+@pytest.mark.parametrize("device", ["torch-cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_in_place_assigns_keep_the_variable_semantics(device):
+    """torch devices write assigns into the variables' storage: a swap still swaps, results
+    handed out earlier keep their values, the initial arrays are never written."""
+    g, inits, (ra, rb), ops = _swap_graph()
+    exe = g.compile({}, [ra, rb], ops, device=device)
+    first = exe.run([])
+    second = exe.run([])
+    third = exe.run([])
+    np.testing.assert_array_equal(first[0].numpy(), [0, 1, 2])
+    np.testing.assert_array_equal(first[1].numpy(), 10)
+    np.testing.assert_array_equal(second[0].numpy(), 10)  # swapped once
+    np.testing.assert_array_equal(second[1].numpy(), [0, 1, 2])
+    np.testing.assert_array_equal(third[0].numpy(), [0, 1, 2])  # swapped back
+    np.testing.assert_array_equal(inits[0], [0, 1, 2])
+    np.testing.assert_array_equal(inits[1], 10)
+
+
+@pytest.mark.gpu
+def test_training_loop_with_variables_replays_a_cuda_graph(rng):
+    """A training step with variables and SGD assigns replays one CUDA graph and follows the
+    NumPy backend step for step."""
+    def build():
+        g = mg.Graph()
+        x = g.placeholder([4, 5], name="x")
+        w = g.variable(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), [5, 3],
+                       mg.float32, name="w")
+        loss = g.reductionSum(g.square(g.tanh(g.matrixMultiplication(x, w))), axes=[0, 1])
+        gw = g.gradientForPrimaryTensor(loss, [w])[w]
+        step = g.assign(w, g.subtraction(w, g.multiplication(
+            g.constant(0.1, [], mg.float32), gw)))
+        return g, x, w, loss, step
+
+    outs = {}
+    xs = [rng.standard_normal((4, 5)).astype(np.float32) for _ in range(4)]
+    for dev in ("cpu", "cuda"):
+        g, x, w, loss, step = build()
+        exe = g.compile({x: mg.ShapedType([4, 5])}, [loss, g.read(w)], [step], device=dev)
+        outs[dev] = [[t.numpy().copy() for t in exe.run([xv])] for xv in xs]
+        if dev == "cuda":
+            assert exe._replay is not None and exe._replay.replayer._private is not None
+    for a, b in zip(outs["cuda"], outs["cpu"]):
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)

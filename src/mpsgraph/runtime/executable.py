@@ -170,8 +170,9 @@ class Executable:
           GPUs (faster, ~10-bit mantissa products). Default False: float32 means float32.
         - `cuda_graph` (CUDA devices): capture the whole plan once into a CUDA graph and
           replay it on every run, with no per-op launch cost. Default (None): on, where that
-          is safe - a CUDA device, no variables or assigns, no op whose shapes depend on
-          values - with each result copied out of the graph's buffers; if capturing fails the
+          is safe - a CUDA device, no op whose shapes depend on values (variables and
+          assigns are fine: their storage stays at one address, assigns write into it) - with
+          each result copied out of the graph's buffers; if capturing fails the
           executable quietly runs op by op. `True`: required (an error where it cannot be
           done), and the results are the graph's own output buffers, overwritten by a later
           run (no copy: the fastest; copy a result that must outlive the next run).
@@ -198,14 +199,16 @@ class Executable:
         if want is False:
             return
         on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
-        safe = not (self._vars or self._assigns or any(st.dynamic for st in self._steps))
+        in_place = getattr(self._backend, "assigns_in_place", False)
+        safe = (in_place or not (self._vars or self._assigns)) and not any(
+            st.dynamic for st in self._steps)
         if want:
             if not on_cuda:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
                                self.device.key)
             if not safe:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
-                               "variables, assigns or value-dependent shapes", "one with them")
+                               "value-dependent shapes", "one with them")
         elif not (on_cuda and safe and self._steps):
             return
         replay = self._backend.graph_replayer(
@@ -362,8 +365,9 @@ class Executable:
         replay = getattr(self._replay, "replayer", self._replay)
         return replay.graph_for(feeds)
 
-    def _execute(self, feeds: list[Any]) -> list[Any]:
-        """The plan itself: feeds (backend arrays, in feedTensors order) -> target arrays."""
+    def _execute(self, feeds: list[Any], commit: bool = True) -> list[Any]:
+        """The plan itself: feeds (backend arrays, in feedTensors order) -> target arrays.
+        `commit=False` leaves the variables alone (a warm-up before a CUDA graph capture)."""
         be = self._backend
         slots: list[Any] = [None] * self._nslots
         for (s, _), arr in zip(self._feed_slots, feeds):
@@ -383,19 +387,34 @@ class Executable:
                     slots[s] = r
             for s in step.free:
                 slots[s] = None
-        dev = self.device
-        for op, s in self._assigns:
-            self.graph._variable_storage[op.inputs[0].operation][dev.key] = be.copy(slots[s])
         # a target that IS a constant or a variable's storage is handed out as a copy, so
         # that writing into the result cannot change the graph's state
-        return [be.copy(slots[s]) if s in self._state_slots else slots[s]
+        outs = [be.copy(slots[s]) if s in self._state_slots else slots[s]
                 for s in self._target_slots]
+        if not commit:
+            return outs
+        if self._vars and hasattr(be, "assign_variables"):
+            # assigns write into the storage: results that view it are copied first, and the
+            # assigned values are resolved before any storage changes (SPEC 1.6: reads see
+            # the start-of-run values; the commit is at the end)
+            storages = [self._variable_value(op) for _, op in self._vars]
+            outs = be.unalias(outs, storages)
+            key = self.device.key
+            be.assign_variables(
+                [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
+                 for op, s in self._assigns], storages)
+        else:
+            for op, s in self._assigns:
+                self.graph._variable_storage[op.inputs[0].operation][self.device.key] = \
+                    be.copy(slots[s])
+        return outs
 
     def _variable_value(self, op: Operation) -> Any:
         store = self.graph._variable_storage[op]
         key = self.device.key
-        if key not in store:
-            store[key] = self._backend.from_numpy(op.attrs)
+        if key not in store:  # a private copy: assigns may write into it
+            be = self._backend
+            store[key] = be.copy(be.from_numpy(op.attrs))
         return store[key]
 
     def _runtime_attrs(self, step: _Step, args: list[Any]) -> Any:

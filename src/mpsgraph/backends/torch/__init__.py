@@ -194,6 +194,32 @@ class Backend:
     def copy(self, arr: torch.Tensor) -> torch.Tensor:
         return arr.clone()
 
+    # variables: their storage keeps one address (CUDA graphs read it), assigns write into it
+    assigns_in_place = True
+
+    @staticmethod
+    def unalias(outs: list[Any], storages: list[torch.Tensor]) -> list[Any]:
+        """Results sharing memory with a variable's storage, as copies."""
+        ptrs = {v.untyped_storage().data_ptr() for v in storages}
+        return [o.clone() if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr()
+                in ptrs else o for o in outs]
+
+    @staticmethod
+    def assign_variables(assigns: list[tuple[dict[str, Any], str, torch.Tensor]],
+                         storages: list[torch.Tensor]) -> None:
+        """Commit (variable store, device key, value) in order, writing into the existing
+        storage. Every value that views a variable's storage is copied before the first write
+        (so that swapping two variables works), then the writes happen in order."""
+        ptrs = {v.untyped_storage().data_ptr() for v in storages}
+        vals = [v.clone() if v.untyped_storage().data_ptr() in ptrs else v
+                for _, _, v in assigns]
+        for (store, key, given), v in zip(assigns, vals):
+            dst = store.get(key)
+            if dst is None or dst.shape != v.shape or dst.dtype != v.dtype:
+                store[key] = v.clone() if v is given else v  # a new storage of its own
+            else:
+                dst.copy_(v)
+
     def convert_feed(self, value: Any, st: ShapedType, name: str) -> torch.Tensor:
         want = TORCH_DTYPES.get(st.dataType)
         if (type(value) is torch.Tensor and value.dtype == want and value.device == self.device
@@ -249,7 +275,8 @@ class GraphReplayer:
     one private set of static buffers with its own graph. All graphs share one memory pool;
     replays are sequential on the device's current stream.
 
-    The capture runs `execute` twice on a side stream first (warm-up; cuDNN benchmarks its
+    The capture runs `execute(feeds, False)` (without committing assigns) twice on a side
+    stream first (warm-up; cuDNN benchmarks its
     algorithms there, `torch.backends.cudnn.benchmark` on, so each convolution shape gets the
     algorithm measured fastest, once) and then records it.
 
@@ -280,8 +307,8 @@ class GraphReplayer:
         torch.backends.cudnn.benchmark = True
         try:
             with torch.cuda.stream(side), ctx():
-                for _ in range(2):
-                    self._execute(feeds)
+                for _ in range(2):  # warm-ups: no assign commits (no side effects)
+                    self._execute(feeds, False)
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with ctx(), torch.cuda.graph(graph, pool=self._pool):
