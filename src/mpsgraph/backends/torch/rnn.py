@@ -2,20 +2,40 @@
 (backends/numpy/rnn.py: the canonical argument forms, the equations and the backward are
 documented there and in ops/rnn.py).
 
-`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. Where
-Triton can run (CUDA, or the CPU under TRITON_INTERPRET=1) a step's gate math is ONE fused
-launch (kernels/lstm_cell.py); otherwise it is plain torch. In both:
+`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. Three
+ways to run the recurrence, chosen per call; MPSGRAPH_LSTM_KERNEL=persistent|step|torch forces
+one (default: persistent where it applies, else step, else torch):
+
+- persistent (Triton; CUDA, or the CPU under TRITON_INTERPRET=1; float32 / float16 /
+  bFloat16): ONE launch for all steps and both directions of the forward
+  (kernels/lstm_seq_fwd.py) and one for the backward recurrence (kernels/lstm_seq_bwd.py), the
+  steps separated by a grid barrier inside the kernel. Applies when `plan` can tile (N, H) with
+  every program co-resident (at most one program per multiprocessor), else the next path.
+  Half types keep the big GEMMs (input projection, weight gradients, dx) in their dtype (fp32
+  accumulation) and run the recurrent dots with half operands; the state, the cell, the gate
+  math and the carries are float32, each output rounded once;
+- step (Triton, float32): per step one addmm plus ONE fused launch of the gate math
+  (kernels/lstm_cell.py);
+- torch: plain torch per step (also the float64 reference, and the half types' fallback, which
+  compute in float32).
+
+In all of them:
 
 - forward: the input projection of all steps and both directions is ONE matmul; a step is one
-  [N, H] x [H, 4H] matmul per direction (`addmm` onto the projected input) plus the gate math;
-- backward: a step is the gate-derivative math plus one [N, 4H] x [4H, H] matmul (the carry to
+  [N, H] x [H, 4H] product per direction onto the projected input plus the gate math;
+- backward: a step is the gate-derivative math plus one [N, 4H] x [4H, H] product (the carry to
   the previous step); the weight gradients (dR, dW, db, dp) and dx are one matmul / reduction
   over all steps at the end.
 
-float16 / bFloat16 compute in float32 (state carried in float32), each output rounded once.
+float32 recurrent dots in the persistent kernels honour torch.backends.cuda.matmul.allow_tf32
+(which the executable sets for allow_tf32=True): "tf32", else "ieee". For benchmarking,
+MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the persistent kernels' tiling and
+float32 dot precision (kernels/lstm_seq_fwd.py: `plan`, `precision`).
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -70,14 +90,43 @@ def _shift(T: int, rev: bool):
     return slice(1, T), slice(0, T - 1), 0
 
 
+_PATHS = ("persistent", "step", "torch")
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _kernel_path() -> str:
+    """MPSGRAPH_LSTM_KERNEL (module docstring); default persistent."""
+    v = os.environ.get("MPSGRAPH_LSTM_KERNEL", "").strip().lower() or "persistent"
+    if v not in _PATHS:
+        raise ValueError(f"MPSGRAPH_LSTM_KERNEL={v!r}: expected one of {', '.join(_PATHS)}")
+    return v
+
+
 def _fused_kernels(device: torch.device, dtype: torch.dtype):
     """The fused Triton step kernels when they can run here (CUDA, or TRITON_INTERPRET=1),
     else None (plain torch)."""
-    if dtype != torch.float32 or not _triton_available(device):
+    if dtype != torch.float32 or _kernel_path() == "torch" or not _triton_available(device):
         return None
     from .kernels import lstm_cell
 
     return lstm_cell
+
+
+def _allow_tf32() -> bool:
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H: int,
+                     D: int):
+    """The persistent kernels' tiling when they apply to this call, else None."""
+    if (dtype not in (torch.float32, *_HALF) or T == 0 or N == 0 or H == 0
+            or _kernel_path() != "persistent" or not _triton_available(device)):
+        return None
+    from .kernels import lstm_seq_fwd
+
+    sync = device.type == "cuda" and not lstm_seq_fwd.interpreting()
+    return lstm_seq_fwd.plan(N, H, D, device, dtype, max_programs=None if sync else 1 << 30,
+                             allow_tf32=_allow_tf32())
 
 
 def _part(a, d: int, width: int):
@@ -131,6 +180,12 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
                  reverse: bool, bidirectional: bool, forget_gate_last: bool,
                  activations: tuple[int, int, int, int, int]):
     """LSTM forward. Returns (state [T,N,D*H], cell [T,N,D*H], zState [T,N,D*4H])."""
+    tiling = _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
+                              2 if bidirectional else 1)
+    if tiling is not None:
+        return _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling,
+                                   reverse=reverse, bidirectional=bidirectional,
+                                   forget_gate_last=forget_gate_last, activations=activations)
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
     x, R, W, b, h0, c0, mask, peephole = (
@@ -199,6 +254,14 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     'initState', 'initCell'}; inputWeight is None without W, the others None unless asked
     for. `b` is not read (zState already holds the gates)."""
     del b
+    tiling = _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
+                              2 if bidirectional else 1)
+    if tiling is not None:
+        return _backward_persistent(
+            x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
+            dcell_seq, tiling, reverse=reverse, bidirectional=bidirectional,
+            forget_gate_last=forget_gate_last, activations=activations, need_b=need_b,
+            need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0)
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
     (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
@@ -301,6 +364,106 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     if dt != in_dtype:
         out = {k: None if v is None else v.to(in_dtype) for k, v in out.items()}
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# persistent kernels (kernels/lstm_seq_fwd.py, kernels/lstm_seq_bwd.py)
+# ----------------------------------------------------------------------------------------------
+
+
+def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling, *, reverse: bool,
+                        bidirectional: bool, forget_gate_last: bool,
+                        activations: tuple[int, int, int, int, int]):
+    """lstm_forward through the persistent kernel. The input projection stays in the input
+    dtype (one GEMM, bias fused); the kernel widens everything it reads to float32 and writes
+    float32 outputs, rounded once here for the half types."""
+    from .kernels import lstm_seq_fwd
+
+    dt = x.dtype
+    f32 = torch.float32
+    T, N = x.shape[0], x.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    G = 4 * H
+    dev = x.device
+    if W is not None:
+        x2 = x.reshape(T * N, x.shape[2])
+        xp = (x2 @ W.t() if b is None else torch.addmm(b, x2, W.t())).view(T, N, D * G)
+    else:
+        xp = x if b is None else x + b
+    state = torch.empty((T, N, D * H), dtype=f32, device=dev)
+    cell = torch.empty((T, N, D * H), dtype=f32, device=dev)
+    zs = torch.empty((T, N, D * G), dtype=f32, device=dev)
+    ran = lstm_seq_fwd.forward_sequence(
+        xp, R.reshape(D, G, H), h0, c0, mask, peephole, state, cell, zs, reverse=reverse,
+        bidirectional=bidirectional, blocks=gate_blocks(forget_gate_last),
+        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling)
+    assert ran, "persistent LSTM forward: planned but not run"
+    if dt != f32:
+        return state.to(dt), cell.to(dt), zs.to(dt)
+    return state, cell, zs
+
+
+def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final,
+                         dc_final, dcell_seq, tiling, *, reverse: bool, bidirectional: bool,
+                         forget_gate_last: bool, activations: tuple[int, int, int, int, int],
+                         need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool):
+    """lstm_backward through the persistent recurrence kernel, which writes dA (in the input
+    dtype), dh0 and dc0 (float32); then the weight gradients are one GEMM each over all steps,
+    in the input dtype (fp32 accumulation): dR[d] = dA_d^T @ (h_prev * m) with h_prev of every
+    step (h0 / zeros at the first), dW = dA^T @ x, dx = dA @ W; db and dp reduce in float32."""
+    from .kernels import lstm_seq_bwd
+
+    dt = x.dtype
+    f32 = torch.float32
+    T, N = x.shape[0], x.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    G = 4 * H
+    dev = x.device
+    blocks = gate_blocks(forget_gate_last)
+    bo = blocks[3]
+    g_kind = int(activations[4])
+    mask_seq = None if mask is None else mask.expand(T, N, D * H)
+    dA = torch.empty((T, N, D * G), dtype=dt, device=dev)
+    dh0 = torch.empty((N, D * H), dtype=f32, device=dev)
+    dc0 = torch.empty((N, D * H), dtype=f32, device=dev)
+    ran = lstm_seq_bwd.backward_sequence(
+        dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
+        dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
+        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling)
+    assert ran, "persistent LSTM backward: planned but not run"
+
+    dR = torch.empty((D, G, H), dtype=dt, device=dev)
+    dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
+    for d in range(D):
+        cons, prod, first = _shift(T, (d == 1) if bidirectional else reverse)
+        cd = _part(cell, d, H)
+        dAd = _part(dA, d, G)
+        # h_prev * m of every step, in float32, then one GEMM in the input dtype
+        hp = torch.empty((T, N, H), dtype=f32, device=dev)
+        go = _part(zstate, d, G).reshape(T, N, 4, H)[:, :, bo]
+        hp[cons] = go[prod].to(f32) * _act(g_kind, cd[prod].to(f32))
+        hp[first] = 0.0 if h0 is None else _part(h0, d, H)
+        if mask_seq is not None:
+            hp *= _part(mask_seq, d, H)
+        dR[d] = dAd.reshape(T * N, G).t() @ hp.to(dt).reshape(T * N, H)
+        if dp is not None:
+            cp = torch.empty((T, N, H), dtype=f32, device=dev)
+            cp[cons] = cd[prod]
+            cp[first] = 0.0 if c0 is None else _part(c0, d, H)
+            dp[d] = torch.einsum("tnkh,tnh->kh", dAd.reshape(T, N, 4, H).to(f32), cp)
+    dA2 = dA.reshape(T * N, D * G)
+    db = dA2.sum(dim=0, dtype=f32) if need_b else None
+    if W is not None:
+        dW = dA2.t() @ x.reshape(T * N, x.shape[2])
+        dx = (dA2 @ W).reshape(x.shape)
+    else:
+        dW, dx = None, dA
+    out = {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
+           "peephole": None if dp is None else dp.reshape(D, G),
+           "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
+    return {k: None if v is None else v.to(dt) for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,257 @@
+"""Persistent LSTM backward recurrence (Triton): every step of both directions in ONE launch.
+
+Equations (SPEC 3.7; those of lstm_cell.py's `_bwd_kernel`), per direction d, for the steps in
+REVERSE processing order (t_prev / t_next: the steps processed just before / after t in the
+forward order; m[t] the mask of step t, 1 when absent):
+
+    dh_rec = dh_final (zeros if absent)                           at the first backward step
+           = (dA[t_next] @ R[d]) * m[t_next]                      afterwards        # [N, H]
+    dh   = dstate[t] + dh_rec
+    dc   = dc_carry + dh * o * g'(g(c[t]))  (+ dcell[t])          dc_carry starts at dc_final
+    da_i = dc * z * f_i'(i);  da_f = dc * c_prev * f_f'(f);  da_z = dc * i * f_z'(z)
+    da_o = dh * g(c[t]) * f_o'(o)                                 -> dA[t] (gate blocks)
+    dc_carry = dc * f + sum_k da_k * p_k                          (peephole, optional)
+
+and after the last step dh0 = (dA[t_first] @ R[d]) * m[t_first], dc0 = dc_carry. i, f, z, o are
+the post-activation gates of zState[t], c_prev = cell[t_prev] (c0 / zeros at the first step).
+The weight gradients, dx, db and the peephole gradient are large GEMMs / reductions over dA
+done by the caller (backends/torch/rnn.py).
+
+Design (see lstm_seq_fwd.py for the grid barrier, co-residency and the interpreter mode):
+grid (P, D), program p owns BLOCK_N batch rows x BLOCK_U hidden units of its direction. A step
+loads its read-only inputs first (dstate, zState, cell[t], cell[t_prev], dcell, mask[t_next]:
+in flight together with dA[t_next]), then one [BLOCK_N, 4H] x [4H, BLOCK_U] tl.dot over BLOCK_K
+chunks (dA[t_next] rows against the columns `units` of R[d], i.e. R read untransposed), the
+gate-derivative math of the tile, the store of its part of dA[t], then a grid barrier: the next
+step needs all of dA[t]. The cell carry stays in registers. dA rows written during the launch
+are loaded with ".cg". Per step and program: BLOCK_N * BLOCK_U * 4H multiply-adds, dA rows
+(BLOCK_N * 4H elements) and the R slice (4H * BLOCK_U) from L2.
+One launch per step (SYNC=False) carries dc through the dc0 buffer ([N, D*H] float32, read at
+the start of a launch, written at its end), and the final dh0 product is then its own launch
+(j0 = T, nj = 0, do_final = 1), because it needs every program's dA of the last step.
+
+dA is written in its buffer's dtype (the torch backend uses the input dtype, so that the half
+types' weight-gradient GEMMs read it directly); the recurrent dot then reads it back as stored.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .lstm_cell import _act, _dact
+from .lstm_seq_fwd import (
+    _CNT_STRIDE,
+    Tiling,
+    _unit,
+    grid_barrier,
+    interpreting,
+    launch_plan,
+    load_gates,
+    masked_if,
+    mma,
+    precision,
+    step_time,
+)
+
+
+@triton.jit
+def _rec_bwd(ab, s_an, rb, s_rr, s_rc, rn, mn, ru, mu, H, PREC: tl.constexpr,
+             F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
+             BLOCK_K: tl.constexpr):
+    """dA rows at ab (row stride s_an, [BLOCK_N, 4H]) @ R[d][:, units] (R[d] at rb)."""
+    acc = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
+    cols = (ru * s_rc)[None, :]
+    for k0 in range(0, 4 * H, BLOCK_K):
+        kk = k0 + tl.arange(0, BLOCK_K)
+        mk = kk < 4 * H
+        # written by other programs during this launch: bypass L1
+        av = tl.load(ab + rn[:, None] * s_an + kk[None, :], mask=mn[:, None] & mk[None, :],
+                     other=0.0, cache_modifier=".cg")
+        rv = tl.load(rb + (kk * s_rr)[:, None] + cols, mask=mk[:, None] & mu[None, :],
+                     other=0.0, cache_modifier=".ca")  # read-only: stays in L1
+        acc = mma(av, rv, acc, PREC, F32_DOT)
+    return acc
+
+
+@triton.jit(do_not_specialize=["T", "j0", "nj", "do_final"])
+def _bwd_seq_kernel(
+        ds_ptr, z_ptr, c_ptr, r_ptr, c0_ptr, m_ptr, p_ptr, dcs_ptr, dhf_ptr, dcf_ptr,
+        da_ptr, dh0_ptr, dc0_ptr, cnt_ptr,
+        T, N, H, j0, nj, do_final,
+        s_dst, s_dsn, s_zt, s_zn, s_ct, s_cn, s_rd, s_rr, s_rc, s_c0n, s_mt, s_mn,
+        s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n,
+        BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+        AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
+        AG: tl.constexpr, HAS_C0: tl.constexpr, HAS_MASK: tl.constexpr, PEEP: tl.constexpr,
+        DCS: tl.constexpr, HAS_DHF: tl.constexpr, HAS_DCF: tl.constexpr,
+        REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
+        F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
+        BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr):
+    p = tl.program_id(0)
+    d = tl.program_id(1)
+    P = tl.num_programs(0)
+    rn = (p // TILES_U) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ru = (p % TILES_U) * BLOCK_U + tl.arange(0, BLOCK_U)
+    mn = rn < N
+    mu = ru < H
+    m2 = mn[:, None] & mu[None, :]
+    dH = d * H
+    rb = r_ptr + d.to(tl.int64) * s_rd
+    tile_c = rn[:, None] * s_cn + dH + ru[None, :]
+    tile_z = rn[:, None] * s_zn + 4 * dH + ru[None, :]
+    tile_a = rn[:, None] * s_dan + 4 * dH + ru[None, :]
+    tile_m = rn[:, None] * s_mn + dH + ru[None, :]
+    tile_dc0 = rn[:, None] * s_dc0n + dH + ru[None, :]
+    if PEEP:
+        pb = p_ptr + 4 * dH + ru
+        p_i = tl.load(pb + BI * H, mask=mu, other=0.0)[None, :]
+        p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
+        p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
+        p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+
+    # the cell carry at the start of this launch: dc_final / zeros, or the last launch's
+    if j0 == 0:
+        if HAS_DCF:
+            dcc = tl.load(dcf_ptr + rn[:, None] * s_dcfn + dH + ru[None, :], mask=m2,
+                          other=0.0).to(tl.float32)
+        else:
+            dcc = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
+    else:
+        dcc = tl.load(dc0_ptr + tile_dc0, mask=m2, other=0.0)
+
+    for j in range(j0, j0 + nj):
+        k = T - 1 - j  # the forward processing index of this step
+        t = step_time(k, T, d, REV, BIDIR)
+        tq = step_time(k - 1, T, d, REV, BIDIR)  # the steps before / after t (when they exist)
+        tn = step_time(k + 1, T, d, REV, BIDIR)
+        # this step's inputs first: their loads are in flight with dA[t_next]'s
+        ds = tl.load(ds_ptr + t * s_dst + rn[:, None] * s_dsn + dH + ru[None, :], mask=m2,
+                     other=0.0).to(tl.float32)
+        g_i, g_f, g_z, g_o = load_gates(z_ptr + t * s_zt + tile_z, m2, H, BI, BF, BZ, BO)
+        c = tl.load(c_ptr + t * s_ct + tile_c, mask=m2, other=0.0).to(tl.float32)
+        cp = tl.load(c_ptr + tq * s_ct + tile_c, mask=masked_if(m2, k > 0),
+                     other=0.0).to(tl.float32)
+        if HAS_C0:
+            cp += tl.load(c0_ptr + rn[:, None] * s_c0n + dH + ru[None, :],
+                          mask=masked_if(m2, k == 0), other=0.0).to(tl.float32)
+        if DCS:
+            dcs = tl.load(dcs_ptr + t * s_dcst + rn[:, None] * s_dcsn + dH + ru[None, :],
+                          mask=m2, other=0.0).to(tl.float32)
+        if HAS_MASK:
+            m_next = tl.load(m_ptr + tn * s_mt + tile_m, mask=masked_if(m2, k < T - 1),
+                             other=0.0).to(tl.float32)
+        if j == 0:
+            if HAS_DHF:
+                dh = ds + tl.load(dhf_ptr + rn[:, None] * s_dhfn + dH + ru[None, :], mask=m2,
+                                  other=0.0).to(tl.float32)
+            else:
+                dh = ds
+        else:
+            dh = _rec_bwd(da_ptr + tn * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu,
+                          H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+            if HAS_MASK:
+                dh = dh * m_next
+            dh += ds
+        gc = _act(c, AG)
+        dc = dcc + dh * g_o * _dact(gc, AG)
+        if DCS:
+            dc += dcs
+        da_i = dc * g_z * _dact(g_i, AI)
+        da_f = dc * cp * _dact(g_f, AF)
+        da_z = dc * g_i * _dact(g_z, AZ)
+        da_o = dh * gc * _dact(g_o, AO)
+        ab = da_ptr + t * s_dat + tile_a
+        tl.store(ab + BI * H, da_i, mask=m2)
+        tl.store(ab + BF * H, da_f, mask=m2)
+        tl.store(ab + BZ * H, da_z, mask=m2)
+        tl.store(ab + BO * H, da_o, mask=m2)
+        dcc = dc * g_f
+        if PEEP:
+            dcc += da_i * p_i + da_f * p_f + da_z * p_z + da_o * p_o
+        if SYNC:  # all of dA[t] before the next step (or the final product)
+            grid_barrier(cnt_ptr + d * CNT_STRIDE, P * (j - j0 + 1))
+
+    tl.store(dc0_ptr + tile_dc0, dcc, mask=m2)
+    if do_final != 0:
+        t0 = step_time(0, T, d, REV, BIDIR)
+        dh = _rec_bwd(da_ptr + t0 * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu, H,
+                      PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+        if HAS_MASK:
+            dh = dh * tl.load(m_ptr + t0 * s_mt + tile_m, mask=m2, other=0.0).to(tl.float32)
+        tl.store(dh0_ptr + rn[:, None] * s_dh0n + dH + ru[None, :], dh, mask=m2)
+
+
+def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Tensor,
+                      R: torch.Tensor, c0: torch.Tensor | None, mask: torch.Tensor | None,
+                      peephole: torch.Tensor | None, dcell: torch.Tensor | None,
+                      dh_final: torch.Tensor | None, dc_final: torch.Tensor | None,
+                      dA: torch.Tensor, dh0: torch.Tensor, dc0: torch.Tensor, *,
+                      reverse: bool, bidirectional: bool, blocks: tuple[int, int, int, int],
+                      activations: tuple[int, int, int, int, int], allow_tf32: bool = False,
+                      tiling: Tiling | None = None, sync: bool | None = None) -> bool:
+    """The LSTM backward recurrence over all steps and directions (module docstring). Shapes
+    (D = 2 when bidirectional else 1; a unit stride on every last axis, other strides free):
+
+    - dstate [T, N, D*H] (dL/dstate), zstate [T, N, D*4H] and cell [T, N, D*H] (the training
+      forward's outputs), any float dtype, read as float32;
+    - R [D, 4H, H], float32 or the half type the dots run in (any strides);
+    - c0 [N, D*H] or None; mask [T, N, D*H], or [N, D*H] (or stride 0 on T) for one mask at
+      every step, or None; peephole [D, 4H] (used as float32) or None; dcell [T, N, D*H]
+      (dL/dcell per step) or None; dh_final, dc_final [N, D*H] (dL/d of the final state /
+      cell) or None;
+    - outputs: dA [T, N, D*4H] (dL/da per step, written in its dtype), dh0 and dc0 [N, D*H]
+      (float32: dL/dh0 after the mask, dL/dc0).
+
+    Returns False (nothing written) when `plan` finds no tiling; sync as forward_sequence."""
+    T, N = zstate.shape[0], zstate.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    if T == 0 or N == 0 or H == 0:
+        return False
+    dev = zstate.device
+    tiling, sync = launch_plan(dev, N, H, D, R.dtype, tiling, sync, allow_tf32)
+    if tiling is None:
+        return False
+    assert R.shape == (D, 4 * H, H), R.shape
+    assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
+    dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
+        _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))
+    if mask is not None and mask.dim() == 2:
+        mask = mask.unsqueeze(0).expand(T, N, D * H)
+    if peephole is not None:
+        peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
+    for s in (dA, dh0, dc0):
+        assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
+    cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
+    dm = dc0
+    args = (dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
+            dm if peephole is None else peephole, dm if dcell is None else dcell,
+            dm if dh_final is None else dh_final, dm if dc_final is None else dc_final,
+            dA, dh0, dc0, cnt)
+    st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
+    strides = (dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
+               cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2),
+               st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
+               st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
+               dc0.stride(0))
+    half = R.dtype in (torch.float16, torch.bfloat16)
+    meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
+        zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    meta.update(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
+                DCS=dcell is not None, HAS_DHF=dh_final is not None,
+                HAS_DCF=dc_final is not None, REV=bool(reverse) and not bidirectional,
+                BIDIR=bool(bidirectional), SYNC=bool(sync),
+                PREC=precision(R.dtype, allow_tf32), F32_DOT=half and interpreting(),
+                BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_bwd,
+                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE,
+                num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+    grid = (tiling.programs, D)
+    if sync:
+        _bwd_seq_kernel[grid](*args, T, N, H, 0, T, 1, *strides, **meta)
+    else:
+        for j in range(T):
+            _bwd_seq_kernel[grid](*args, T, N, H, j, 1, 0, *strides, **meta)
+        _bwd_seq_kernel[grid](*args, T, N, H, T, 0, 1, *strides, **meta)
+    return True

@@ -1,0 +1,489 @@
+"""Persistent LSTM forward (Triton): every time step of both directions in ONE launch.
+
+Equations (SPEC 3.5), per direction d, for the steps t in the direction's processing order
+(forward t = 0..T-1; reversed t = T-1..0; bidirectional: d = 0 forward, d = 1 reversed):
+
+    a[t] = xp[t] + (h_prev * m[t]) @ R[d]^T + P(c_prev)     # [N, 4H]; xp = x @ W^T + b (caller)
+    i, f, z, o = f_i(a_i), f_f(a_f), f_z(a_z), f_o(a_o)      -> zState[t]  (post-activation)
+    c[t] = f * c_prev + i * z                                 -> cell[t]
+    h[t] = o * g(c[t])                                        -> state[t]
+
+h_prev / c_prev are h / c of the previous processed step, h0 / c0 (zeros when absent) at the
+first; P(c) adds p_k * c to gate k (peephole, optional). Gate k lives in block blocks[k] of the
+4H axis (i, f, z, o order, or i, z, f, o with forgetGateLast).
+
+Design
+------
+Grid (P, D): program p of direction d owns a tile of BLOCK_N batch rows x BLOCK_U hidden
+units (P = cdiv(N, BLOCK_N) * cdiv(H, BLOCK_U)) and computes the four gates of that tile at
+every step:
+
+- the recurrent product is four [BLOCK_N, BLOCK_U] accumulators (one per gate), started at
+  xp[t] (so its loads are in flight together with h_prev's) and fed by tl.dot of h_prev rows
+  [BLOCK_N, BLOCK_K] (times the mask) against R[d] rows blocks[k]*H + units, read transposed
+  through strides (no host transposes), over BLOCK_K chunks of H (software-pipelined by Triton:
+  cp.async of chunk j+1 while chunk j multiplies);
+- then the peephole term, the activations, c and h; zState, cell and state of the tile are
+  stored; c stays in registers from step to step (only this program ever needs it);
+- then a GRID BARRIER (per direction): the next step needs all of h[t], written by all P
+  programs of the direction.
+
+Per step and program: BLOCK_N * 4 * BLOCK_U * H multiply-adds; from L2: h_prev rows
+(BLOCK_N * H * 4 bytes), the R slice (4 * BLOCK_U * H * R's element size: the barrier's acquire
+invalidates L1 every step, so R streams from L2; keeping it on chip is the next step for small H)
+and the tile's own xp / outputs.
+
+Grid barrier (`grid_barrier`, the pattern of cooperative groups' grid sync and of PyTorch
+Inductor's `x_grid_barrier`): an int32 counter per direction (128 bytes apart), zeroed by the
+wrapper before the launch. After its stores a program does a CTA barrier (all its threads' stores
+are ordered before what follows), ONE scalar atomic add with release semantics (Triton issues a
+scalar atomic from a single thread), then spins on an acquire atomic until the counter reaches
+P * (steps done), then a CTA barrier. The counter only grows (no reset race). Data written by
+other programs during the kernel (h_prev here) is loaded with cache_modifier=".cg" (L2, not the
+non-coherent L1); the gpu-scope acquire also invalidates L1, so either suffices. (Triton 3.9
+for sm_90 compiles the add to MEMBAR.ALL.GPU + REDG.ADD.STRONG.GPU by thread 0, the spin to
+LDG.E.STRONG.GPU + CCTL.IVALL by thread 0, each between bar.syncs, and the h_prev chunks to
+cp.async.cg when 16-byte aligned.)
+
+Co-residency (a spin barrier deadlocks if a program waits for one that never gets an SM): the
+wrapper launches at most `multi_processor_count` programs in all (P * D), one CTA per program;
+any CTA that compiles fits on one SM, so every program of the grid is resident at once (as long
+as no other kernel holds SMs indefinitely; see the risks in `plan`).
+
+Interpreter / tests: TRITON_INTERPRET=1 runs programs one after another, so a spin barrier would
+deadlock. The kernel takes SYNC (constexpr) and a step range (k0, nk): on CUDA the wrapper launches
+once with all T steps and SYNC=True; otherwise (or with sync=False) it launches once per step
+with SYNC=False, and c_prev is re-read from the cell output at the start of a launch. Same code.
+(With one program per direction the persistent launch runs under the interpreter too: its
+barrier then waits for nobody else; the tests use that to check the SYNC path.)
+
+Precision: float32 dots use input_precision "ieee" (or "tf32" with allow_tf32); with float16 /
+bfloat16 R the dot operands (h_prev * m, R) are in R's dtype, and the accumulation, the cell and
+the gate math are float32. The outputs are written in their buffers' dtype (the torch backend
+passes float32 buffers and rounds once at the end). Under the interpreter (whose bfloat16 dot is
+broken) half dot operands are rounded, then widened to float32 for the dot (F32_DOT).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from .lstm_cell import _act
+
+_CNT_STRIDE = 32  # int32 counters 128 bytes apart (one per direction)
+
+
+# ----------------------------------------------------------------------------------------------
+# shared jit helpers (also used by lstm_seq_bwd)
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def grid_barrier(cnt_ptr, target):
+    """Wait until the counter at cnt_ptr reaches `target` after adding this program's 1."""
+    tl.debug_barrier()  # the stores of every thread of this program come first
+    tl.atomic_add(cnt_ptr, 1, sem="release")
+    cur = tl.atomic_add(cnt_ptr, 0, sem="acquire")
+    while cur < target:
+        cur = tl.atomic_add(cnt_ptr, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
+def step_time(k, T, d, REV: tl.constexpr, BIDIR: tl.constexpr):
+    """Time index (int64) of the k-th processed step of direction d."""
+    if BIDIR:
+        t = k + d * (T - 1 - 2 * k)
+    elif REV:
+        t = T - 1 - k
+    else:
+        t = k + 0
+    return t.to(tl.int64)
+
+
+@triton.jit
+def masked_if(m, cond):
+    """m & cond for a scalar tensor cond (in a form Triton's interpreter accepts too)."""
+    return (m.to(tl.int32) * cond.to(tl.int32)) != 0
+
+
+@triton.jit
+def mma(a, b, acc, PREC: tl.constexpr, F32_DOT: tl.constexpr):
+    """acc + a @ b; a is rounded to b's dtype first (the half types' dot operand)."""
+    a = a.to(b.dtype)
+    if F32_DOT:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc, input_precision=PREC)
+
+
+# ----------------------------------------------------------------------------------------------
+# kernel
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def load_gates(base, m, H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr,
+               BO: tl.constexpr):
+    """The tiles of gates i, f, z, o at base + block * H, as float32."""
+    return (tl.load(base + BI * H, mask=m, other=0.0).to(tl.float32),
+            tl.load(base + BF * H, mask=m, other=0.0).to(tl.float32),
+            tl.load(base + BZ * H, mask=m, other=0.0).to(tl.float32),
+            tl.load(base + BO * H, mask=m, other=0.0).to(tl.float32))
+
+
+@triton.jit
+def _rec_fwd(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, rb, s_rr, s_rc, rn, mn, ru, mu,
+             H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+             HAS_MASK: tl.constexpr, PREC: tl.constexpr, F32_DOT: tl.constexpr,
+             BLOCK_K: tl.constexpr):
+    """acc_k + (h_prev * m) @ R^T for the four gates k of the tile: h_prev rows at hb (row
+    stride s_hn), mask rows at mb, R[d] at rb."""
+    ri = ((BI * H + ru) * s_rr)[None, :]
+    rf = ((BF * H + ru) * s_rr)[None, :]
+    rz = ((BZ * H + ru) * s_rr)[None, :]
+    ro = ((BO * H + ru) * s_rr)[None, :]
+    for k0 in range(0, H, BLOCK_K):
+        kk = k0 + tl.arange(0, BLOCK_K)
+        mk = kk < H
+        hm = mn[:, None] & mk[None, :]
+        # written by other programs during this launch: bypass L1
+        hv = tl.load(hb + rn[:, None] * s_hn + kk[None, :], mask=hm, other=0.0,
+                     cache_modifier=".cg").to(tl.float32)
+        if HAS_MASK:
+            hv = hv * tl.load(mb + rn[:, None] * s_mn + kk[None, :], mask=hm,
+                              other=0.0).to(tl.float32)
+        rm = mk[:, None] & mu[None, :]
+        rk = rb + (kk * s_rc)[:, None]
+        acc_i = mma(hv, tl.load(rk + ri, mask=rm, other=0.0), acc_i, PREC, F32_DOT)
+        acc_f = mma(hv, tl.load(rk + rf, mask=rm, other=0.0), acc_f, PREC, F32_DOT)
+        acc_z = mma(hv, tl.load(rk + rz, mask=rm, other=0.0), acc_z, PREC, F32_DOT)
+        acc_o = mma(hv, tl.load(rk + ro, mask=rm, other=0.0), acc_o, PREC, F32_DOT)
+    return acc_i, acc_f, acc_z, acc_o
+
+
+@triton.jit(do_not_specialize=["T", "k0", "nk"])
+def _fwd_seq_kernel(
+        xp_ptr, r_ptr, h0_ptr, c0_ptr, m_ptr, p_ptr, z_ptr, c_ptr, h_ptr, cnt_ptr,
+        T, N, H, k0, nk,
+        s_xt, s_xn, s_rd, s_rr, s_rc, s_h0n, s_c0n, s_mt, s_mn,
+        s_zt, s_zn, s_ct, s_cn, s_ht, s_hn,
+        BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+        AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
+        AG: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr,
+        HAS_MASK: tl.constexpr, PEEP: tl.constexpr, REV: tl.constexpr, BIDIR: tl.constexpr,
+        SYNC: tl.constexpr, PREC: tl.constexpr, F32_DOT: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, BLOCK_K: tl.constexpr,
+        TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr):
+    p = tl.program_id(0)
+    d = tl.program_id(1)
+    P = tl.num_programs(0)
+    rn = (p // TILES_U) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ru = (p % TILES_U) * BLOCK_U + tl.arange(0, BLOCK_U)
+    mn = rn < N
+    mu = ru < H
+    m2 = mn[:, None] & mu[None, :]
+    dH = d * H
+    rb = r_ptr + d.to(tl.int64) * s_rd
+    tile_c = rn[:, None] * s_cn + dH + ru[None, :]
+    tile_h = rn[:, None] * s_hn + dH + ru[None, :]
+    tile_z = rn[:, None] * s_zn + 4 * dH + ru[None, :]
+    tile_x = rn[:, None] * s_xn + 4 * dH + ru[None, :]
+    if PEEP:
+        pb = p_ptr + 4 * dH + ru
+        p_i = tl.load(pb + BI * H, mask=mu, other=0.0)[None, :]
+        p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
+        p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
+        p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+
+    # c_prev of the first step of this launch: c0 / zeros, or the cell written by the last launch
+    if k0 == 0:
+        if HAS_C0:
+            c = tl.load(c0_ptr + rn[:, None] * s_c0n + dH + ru[None, :], mask=m2,
+                        other=0.0).to(tl.float32)
+        else:
+            c = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
+    else:
+        tq = step_time(k0 - 1, T, d, REV, BIDIR)
+        c = tl.load(c_ptr + tq * s_ct + tile_c, mask=m2, other=0.0).to(tl.float32)
+
+    for k in range(k0, k0 + nk):
+        t = step_time(k, T, d, REV, BIDIR)
+        mb = m_ptr + t * s_mt + dH
+        # the accumulators start at xp[t] (its loads are in flight with h_prev's)
+        a_i, a_f, a_z, a_o = load_gates(xp_ptr + t * s_xt + tile_x, m2, H, BI, BF, BZ, BO)
+        if k > 0:
+            tq = step_time(k - 1, T, d, REV, BIDIR)
+            a_i, a_f, a_z, a_o = _rec_fwd(a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb,
+                                          s_mn, rb, s_rr, s_rc, rn, mn, ru, mu, H, BI, BF, BZ,
+                                          BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+        else:
+            if HAS_H0:
+                a_i, a_f, a_z, a_o = _rec_fwd(a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn,
+                                              rb, s_rr, s_rc, rn, mn, ru, mu, H, BI, BF, BZ,
+                                              BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+        if PEEP:
+            a_i += p_i * c
+            a_f += p_f * c
+            a_z += p_z * c
+            a_o += p_o * c
+        g_i = _act(a_i, AI)
+        g_f = _act(a_f, AF)
+        g_z = _act(a_z, AZ)
+        g_o = _act(a_o, AO)
+        c = g_f * c + g_i * g_z
+        h = g_o * _act(c, AG)
+        zb = z_ptr + t * s_zt + tile_z
+        tl.store(zb + BI * H, g_i, mask=m2)
+        tl.store(zb + BF * H, g_f, mask=m2)
+        tl.store(zb + BZ * H, g_z, mask=m2)
+        tl.store(zb + BO * H, g_o, mask=m2)
+        tl.store(c_ptr + t * s_ct + tile_c, c, mask=m2)
+        tl.store(h_ptr + t * s_ht + tile_h, h, mask=m2)
+        if SYNC:
+            if k < k0 + nk - 1:  # all of h[t] before the next step
+                grid_barrier(cnt_ptr + d * CNT_STRIDE, P * (k - k0 + 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# tiling
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How the persistent kernels cut an (N, H) problem: each of `programs` programs per
+    direction owns block_n batch rows x block_u hidden units; block_k_fwd / block_k_bwd are the
+    reduction chunks of the forward (over H) and backward (over 4H) recurrent products.
+    est_step_us is the rough cost model's time of one step of one pass (see `plan`)."""
+    block_n: int
+    block_u: int
+    block_k_fwd: int
+    block_k_bwd: int
+    num_warps: int
+    num_stages: int
+    tiles_n: int
+    tiles_u: int
+    est_step_us: float = 0.0
+
+    @property
+    def programs(self) -> int:
+        return self.tiles_n * self.tiles_u
+
+
+def _pow2(v: int) -> int:
+    return triton.next_power_of_2(max(int(v), 1))
+
+
+def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
+            bkb: int | None = None, warps: int | None = None, stages: int = 2,
+            est: float = 0.0) -> Tiling:
+    """A Tiling with the reduction chunks sized so a chunk's operands (h_prev or dA rows and the
+    R slice) stay <= 8192 elements (ptxas for sm_90: <= ~230 registers, no spills, <= 64 KiB of
+    shared memory with two pipeline stages for every tiling `plan` picks); 8 warps from 1024
+    outputs per program."""
+    cap = 128 if elem == 2 else 64
+    if bkf is None:
+        bkf = max(16, min(_pow2(H), cap))
+        while bkf > 16 and (bn + 4 * bu) * bkf > 8192:
+            bkf //= 2
+    if bkb is None:
+        bkb = max(16, min(_pow2(4 * H), 2 * cap))
+        while bkb > 16 and (bn + bu) * bkb > 8192:
+            bkb //= 2
+    if warps is None:
+        warps = 8 if bn * bu >= 1024 else 4
+    return Tiling(bn, bu, bkf, bkb, warps, stages, triton.cdiv(N, bn), triton.cdiv(H, bu), est)
+
+
+def _model_us(N: int, H: int, D: int, bn: int, bu: int, elem: int, fp32_rate: int) -> float:
+    """Rough time (us) of one step of one pass on a Hopper-class SM (1.8 GHz), not measured:
+    the recurrent product at `fp32_rate` (FMA) or ~1024 (half tensor core) MAC/clk, ~64 B/clk of
+    L2 traffic per SM (h_prev rows, the R slice: the barrier's acquire invalidates L1 every
+    step, the tile's own I/O) and a barrier of ~1500 clk + 4 clk per program."""
+    hk = triton.cdiv(H, 16) * 16
+    rate = 1024 if elem == 2 else fp32_rate
+    compute = bn * 4 * bu * hk / rate
+    l2 = bn * hk * 4 + 4 * bu * hk * elem + bn * bu * 40
+    P = triton.cdiv(N, bn) * triton.cdiv(H, bu)
+    return (compute + l2 / 64 + 1500 + 4 * P * D) / 1800.0
+
+
+def _override(N: int, H: int, elem: int) -> Tiling | None:
+    """MPSGRAPH_LSTM_TILING="BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" (benchmarking)."""
+    spec = os.environ.get("MPSGRAPH_LSTM_TILING", "").strip()
+    if not spec:
+        return None
+    v = [int(s) for s in spec.split(",")]
+    if len(v) not in (2, 4, 5, 6) or any(x < 16 or x & (x - 1) for x in v[:4]):
+        raise ValueError(f"MPSGRAPH_LSTM_TILING={spec!r}: expected BN,BU[,BKF,BKB[,WARPS"
+                         "[,STAGES]]], powers of two >= 16")
+    return _tiling(N, H, v[0], v[1], elem, *(v[2:4] or (None, None)),
+                   *(v[4:5] or (None,)), *(v[5:6] or (2,)))
+
+
+def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torch.float32,
+         *, max_programs: int | None = None, allow_tf32: bool = False) -> Tiling | None:
+    """The tiling of the persistent kernels for batch N, hidden H, D directions, or None when
+    the problem cannot be tiled with all P * D programs co-resident (the caller then uses the
+    per-step path).
+
+    P * D <= max_programs (default: the CUDA device's multiprocessor count; unbounded on other
+    devices, where the kernels run one launch per step). Candidates: BLOCK_N, BLOCK_U in
+    {16, 32, 64} (tl.dot's minimum is 16; N and H are padded with masks), BLOCK_N * BLOCK_U <=
+    4096 (four float32 accumulators per program); the one with the lowest `_model_us` wins
+    (ties: fewer programs). Deadlock risks the caller accepts with SYNC launches: another kernel
+    holding SMs for the whole run (a concurrent persistent kernel), or an SM budget smaller than
+    multi_processor_count (MPS active-thread percentage, green contexts)."""
+    if N <= 0 or H <= 0 or D not in (1, 2):
+        return None
+    elem = 2 if dtype in (torch.float16, torch.bfloat16) else 4
+    forced = _override(N, H, elem)
+    if max_programs is None and device.type == "cuda":
+        max_programs = torch.cuda.get_device_properties(device).multi_processor_count
+    if forced is not None:
+        if max_programs is not None and forced.programs * D > max_programs:
+            return None
+        return forced
+    fp32_rate = 512 if allow_tf32 else 96
+    best = None
+    for bn in (16, 32, 64):
+        if bn > 16 and bn >= 2 * _pow2(N):
+            continue
+        for bu in (16, 32, 64):
+            if (bu > 16 and bu >= 2 * _pow2(H)) or bn * bu > 4096:
+                continue
+            P = triton.cdiv(N, bn) * triton.cdiv(H, bu)
+            if max_programs is not None and P * D > max_programs:
+                continue
+            est = _model_us(N, H, D, bn, bu, elem, fp32_rate)
+            key = (round(est, 3), P)
+            if best is None or key < best[0]:
+                best = (key, bn, bu, est)
+    if best is None:
+        return None
+    return _tiling(N, H, best[1], best[2], elem, est=best[3])
+
+
+# ----------------------------------------------------------------------------------------------
+# wrapper
+# ----------------------------------------------------------------------------------------------
+
+
+def interpreting() -> bool:
+    """Whether these kernels were defined for Triton's interpreter (TRITON_INTERPRET=1 when the
+    module was imported): it runs programs one after another (no persistent launch)."""
+    return type(_fwd_seq_kernel).__name__ == "InterpretedFunction"
+
+
+def launch_plan(dev: torch.device, N: int, H: int, D: int, dtype: torch.dtype,
+                tiling: Tiling | None, sync: bool | None,
+                allow_tf32: bool) -> tuple[Tiling | None, bool]:
+    """(tiling, sync) of a call of the wrappers; tiling None when the call cannot run.
+    sync=None: one persistent launch on CUDA, one launch per step under the interpreter (which
+    runs programs one after another: there a persistent launch only works with one program per
+    direction, as the grid barrier then waits for nobody else)."""
+    if sync is None:
+        sync = dev.type == "cuda" and not interpreting()
+    if tiling is None:
+        tiling = plan(N, H, D, dev, dtype, max_programs=None if sync else 1 << 30,
+                      allow_tf32=allow_tf32)
+    elif sync and dev.type == "cuda" and tiling.programs * D > \
+            torch.cuda.get_device_properties(dev).multi_processor_count:
+        tiling = None
+    if tiling is not None and sync and interpreting() and tiling.programs > 1:
+        raise ValueError("a persistent launch (sync=True) under the interpreter needs a tiling "
+                         "with one program per direction (it would wait forever)")
+    return tiling, bool(sync)
+
+
+def _unit(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A view with a unit stride on the last axis (other strides free, 0 allowed)."""
+    if t is None or t.dim() == 0 or t.stride(-1) == 1 or t.shape[-1] <= 1:
+        return t
+    return t.contiguous()
+
+
+def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
+    """tl.dot's input_precision: for float32 "tf32" with allow_tf32, else "ieee" (FMA, no tensor
+    cores); MPSGRAPH_LSTM_FP32_DOT=ieee|tf32|tf32x3 overrides it (benchmarking; "tf32x3" is three
+    TF32 products per product, close to float32 accuracy on the tensor cores). Ignored for the
+    half types (their tensor-core dot is exact per product, fp32 accumulation)."""
+    if dtype != torch.float32:
+        return "tf32"
+    forced = os.environ.get("MPSGRAPH_LSTM_FP32_DOT", "").strip().lower()
+    if forced and forced not in ("ieee", "tf32", "tf32x3"):
+        raise ValueError(f"MPSGRAPH_LSTM_FP32_DOT={forced!r}: expected ieee, tf32 or tf32x3")
+    return forced or ("tf32" if allow_tf32 else "ieee")
+
+
+def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
+                     c0: torch.Tensor | None, mask: torch.Tensor | None,
+                     peephole: torch.Tensor | None, state: torch.Tensor, cell: torch.Tensor,
+                     zstate: torch.Tensor, *, reverse: bool, bidirectional: bool,
+                     blocks: tuple[int, int, int, int],
+                     activations: tuple[int, int, int, int, int], allow_tf32: bool = False,
+                     tiling: Tiling | None = None, sync: bool | None = None) -> bool:
+    """The LSTM forward over all steps and directions (module docstring). Shapes (D = 2 when
+    bidirectional else 1; every tensor needs a unit stride on its last axis, other strides are
+    free, so direction slices and broadcast rows work):
+
+    - xp [T, N, D*4H]: x @ W^T + b of all steps (any float dtype, read as float32);
+    - R [D, 4H, H]: recurrent weights, float32 or the half type the dots run in (any strides);
+    - h0, c0 [N, D*H] or None (zeros); mask [T, N, D*H], or [N, D*H] (or stride 0 on T) for one
+      mask at every step, or None; peephole [D, 4H] (used as float32; gate blocks in `blocks`
+      order) or None;
+    - outputs state, cell [T, N, D*H], zstate [T, N, D*4H] (float32 advised; written in place).
+
+    blocks = (i, f, z, o) block indices on the 4H axis; activations = (f_i, f_f, f_z, f_o, g) as
+    RNNActivation ints. sync=None: one persistent launch on CUDA (off under TRITON_INTERPRET),
+    else one launch per step. Returns False (nothing written) when `plan` finds no tiling."""
+    T, N = xp.shape[0], xp.shape[1]
+    D = 2 if bidirectional else 1
+    H = R.shape[-1]
+    if T == 0 or N == 0 or H == 0:
+        return False
+    dev = xp.device
+    tiling, sync = launch_plan(dev, N, H, D, R.dtype, tiling, sync, allow_tf32)
+    if tiling is None:
+        return False
+    assert R.shape == (D, 4 * H, H), R.shape
+    xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
+    if mask is not None and mask.dim() == 2:
+        mask = mask.unsqueeze(0).expand(T, N, D * H)
+    if peephole is not None:
+        peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
+    dummy = state
+    cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
+    half = R.dtype in (torch.float16, torch.bfloat16)
+    args = (xp, R, dummy if h0 is None else h0, dummy if c0 is None else c0,
+            dummy if mask is None else mask, dummy if peephole is None else peephole,
+            zstate, cell, state, cnt)
+    strides = (xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2),
+               0 if h0 is None else h0.stride(0), 0 if c0 is None else c0.stride(0),
+               0 if mask is None else mask.stride(0), 0 if mask is None else mask.stride(1),
+               zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1),
+               state.stride(0), state.stride(1))
+    for s in (state, cell, zstate):
+        assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
+    meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
+        zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    meta.update(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
+                PEEP=peephole is not None, REV=bool(reverse) and not bidirectional,
+                BIDIR=bool(bidirectional), SYNC=bool(sync),
+                PREC=precision(R.dtype, allow_tf32), F32_DOT=half and interpreting(),
+                BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_fwd,
+                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE,
+                num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+    grid = (tiling.programs, D)
+    if sync:
+        _fwd_seq_kernel[grid](*args, T, N, H, 0, T, *strides, **meta)
+    else:
+        for k in range(T):
+            _fwd_seq_kernel[grid](*args, T, N, H, k, 1, *strides, **meta)
+    return True

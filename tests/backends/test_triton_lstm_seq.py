@@ -1,0 +1,343 @@
+"""The persistent Triton LSTM kernels (kernels/lstm_seq_fwd.py, kernels/lstm_seq_bwd.py) and
+their use by backends/torch/rnn.py, against the torch LSTM run in float64 (which never uses
+Triton): every activation at every gate (cycled), peephole, per-step and state-shaped masks,
+forgetGateLast, reverse, bidirectional, with and without h0 / c0 / W / b, a per-step cell
+gradient and final state / cell gradients; float32 tightly, bfloat16 / float16 loosely.
+Every kernel output is poisoned (NaN) before the launch so that an unwritten element fails.
+
+On the CPU the kernels run under TRITON_INTERPRET=1 (set by this module while it imports them
+when no GPU is present), one launch per step (SYNC=False); on a GPU both the persistent launch
+and the per-step launches are tested."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass, replace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+if _set:  # the interpreter is chosen when the kernels are defined (at import): set it just then
+    os.environ["TRITON_INTERPRET"] = "1"
+try:
+    from mpsgraph.backends.torch.kernels import lstm_seq_bwd, lstm_seq_fwd  # noqa: E402
+finally:
+    if _set:
+        del os.environ["TRITON_INTERPRET"]
+
+from mpsgraph.backends._lstm_glue import gate_blocks  # noqa: E402
+from mpsgraph.backends.torch import rnn  # noqa: E402
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+SYNCS = [None, False] if CUDA else [None]  # None: persistent on CUDA, per step otherwise
+
+
+@pytest.fixture
+def triton_on(monkeypatch):
+    """rnn.py picks Triton on the CPU only under TRITON_INTERPRET=1."""
+    monkeypatch.delenv("MPSGRAPH_NO_TRITON", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_KERNEL", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    if not CUDA:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: int  # gate k gets activation (kind + k) % 5; g gets (kind + 4) % 5
+    fgl: bool = False
+    peep: bool = False
+    mask: str = "none"  # none | seq | state
+    dirs: str = "fwd"  # fwd | rev | bi
+    h0: bool = False
+    c0: bool = False
+    W: bool = True
+    b: bool = True
+    dcell: bool = False
+    dhf: bool = False
+    dcf: bool = False
+    T: int = 4
+    N: int = 3
+    H: int = 5
+    tile: tuple[int, int, int, int] | None = None  # BN, BU, BKF, BKB (None: plan)
+    smooth: bool = False  # the default activations instead (no kinks: for the half types)
+
+    @property
+    def D(self):
+        return 2 if self.dirs == "bi" else 1
+
+    @property
+    def acts(self):
+        if self.smooth:
+            return (3, 3, 2, 3, 2)
+        return tuple((self.kind + k) % 5 for k in range(5))
+
+    @property
+    def opts(self):
+        return dict(reverse=self.dirs == "rev", bidirectional=self.dirs == "bi",
+                    forget_gate_last=self.fgl, activations=self.acts)
+
+    def __str__(self):
+        on = [k for k in ("fgl", "peep", "h0", "c0", "W", "b", "dcell", "dhf", "dcf")
+              if getattr(self, k)]
+        kind = "smooth" if self.smooth else f"k{self.kind}"
+        return (f"{kind}-{self.dirs}-m{self.mask}-{'+'.join(on)}-T{self.T}N{self.N}H{self.H}"
+                + (f"-t{self.tile}" if self.tile else ""))
+
+
+CASES = [
+    Case(0, peep=True, mask="seq", h0=True, c0=True, dcell=True, dhf=True, dcf=True),
+    Case(1, fgl=True, mask="state", dirs="rev", c0=True, b=False, dhf=True),
+    Case(2, peep=True, dirs="bi", h0=True, W=False, dcell=True, dcf=True),
+    Case(3, fgl=True, peep=True, mask="seq", dirs="bi", dhf=True, dcf=True),
+    Case(4, mask="state", h0=True, c0=True, W=False, b=False, dcell=True),
+    Case(2, fgl=True, dirs="rev", peep=True, mask="seq", h0=True),
+    Case(3),  # the default LSTM
+    # several tiles along N and H, several reduction chunks
+    Case(3, peep=True, mask="seq", dirs="bi", h0=True, c0=True, dcell=True, dhf=True,
+         dcf=True, N=17, H=20, tile=(16, 16, 16, 16)),
+    Case(1, fgl=True, mask="state", dirs="rev", h0=True, dhf=True, T=3, N=17, H=20,
+         tile=(32, 16, 32, 64)),
+    Case(2, dirs="bi", c0=True, T=3, N=17, H=20),
+]
+
+
+def _inputs(case: Case, dtype=torch.float32):
+    """Random inputs (seeded by the case) as `dtype`, and the same values in float64."""
+    g = torch.Generator().manual_seed(zlib.crc32(str(case).encode()))
+    T, N, H, D = case.T, case.N, case.H, case.D
+    G, I = 4 * H, 6
+
+    def r(*s, scale=1.0):
+        return (torch.randn(*s, generator=g) * scale).to(dtype)
+
+    a = {"x": r(T, N, I if case.W else D * G), "R": r(D, G, H, scale=0.4),
+         "W": r(D * G, I, scale=0.4) if case.W else None,
+         "b": r(D * G, scale=0.5) if case.b else None,
+         "h0": r(N, D * H) if case.h0 else None, "c0": r(N, D * H) if case.c0 else None,
+         "p": r(D, G, scale=0.5) if case.peep else None,
+         "dstate": r(T, N, D * H), "dcell": r(T, N, D * H) if case.dcell else None,
+         "dhf": r(N, D * H) if case.dhf else None, "dcf": r(N, D * H) if case.dcf else None}
+    if case.mask == "seq":
+        a["mask"] = (torch.rand(T, N, D * H, generator=g) > 0.3).to(dtype)
+    elif case.mask == "state":
+        a["mask"] = (torch.rand(N, D * H, generator=g) > 0.3).to(dtype)
+    else:
+        a["mask"] = None
+    a64 = {k: None if v is None else v.to(torch.float64) for k, v in a.items()}
+    dev = {k: None if v is None else v.to(DEVICE) for k, v in a.items()}
+    return dev, a64
+
+
+def _reference(case: Case, a):
+    """float64 torch LSTM: (state, cell, zState), gradients, and dA (the gradients' source
+    without W)."""
+    o = case.opts
+    s, c, z = rnn.lstm_forward(a["x"], a["R"], a["W"], a["b"], a["h0"], a["c0"], a["mask"],
+                               a["p"], **o)
+    need = dict(need_b=case.b, need_peephole=case.peep, need_h0=case.h0, need_c0=case.c0)
+    args = (a["h0"], a["c0"], a["mask"], a["p"], a["dhf"], a["dcf"], a["dcell"])
+    g = rnn.lstm_backward(a["x"], a["R"], a["dstate"], z, c, a["W"], a["b"], *args, **need,
+                          **o)
+    gA = rnn.lstm_backward(a["x"], a["R"], a["dstate"], z, c, None, None, *args,
+                           need_b=False, need_peephole=False, need_h0=True, need_c0=True, **o)
+    return (s, c, z), g, gA
+
+
+def _tiling(case: Case, dtype):
+    if case.tile is None:
+        return None
+    bn, bu, bkf, bkb = case.tile
+    return lstm_seq_fwd._tiling(case.N, case.H, bn, bu, 2 if dtype != torch.float32 else 4,
+                                bkf, bkb)
+
+
+def _close(got, want, tol, name):
+    """rtol = tol, atol = tol times the reference's largest magnitude (at least 1): float32
+    rounding is relative to the size of the terms summed, not to a result near zero."""
+    atol = tol * max(1.0, want.abs().max().item()) if want.numel() else tol
+    torch.testing.assert_close(got.double().cpu(), want, rtol=tol, atol=atol, msg=lambda m:
+                               f"{name}: {m}")
+
+
+def _kernel_check(case: Case, dtype, tol, sync):
+    a, a64 = _inputs(case, dtype)
+    (s64, c64, z64), _, gA = _reference(case, a64)
+    T, N, H, D = case.T, case.N, case.H, case.D
+    f32 = torch.float32
+    nan = float("nan")
+    blocks = gate_blocks(case.fgl)
+    tiling = _tiling(case, dtype)
+    o = dict(reverse=case.dirs == "rev", bidirectional=case.dirs == "bi", blocks=blocks,
+             activations=case.acts, tiling=tiling, sync=sync)
+    # forward: xp in the input dtype, as rnn.py makes it
+    x = a["x"]
+    if case.W:
+        xp = x.reshape(T * N, -1) @ a["W"].t()
+        xp = (xp if a["b"] is None else xp + a["b"]).reshape(T, N, D * 4 * H)
+    else:
+        xp = x if a["b"] is None else x + a["b"]
+    mask = a["mask"]
+    if case.mask == "state" and case.kind % 2:  # the [T, N, D*H] view with stride 0 on T
+        mask = mask.expand(T, N, D * H)
+    # outputs: strided views of wider poisoned buffers
+    state = torch.full((T, N, D * H + 3), nan, device=DEVICE)[..., 2:2 + D * H]
+    cell = torch.full((T, N, D * H), nan, device=DEVICE)
+    zs = torch.full((T, N, D * 4 * H), nan, device=DEVICE)
+    assert lstm_seq_fwd.forward_sequence(xp, a["R"], a["h0"], a["c0"], mask, a["p"], state,
+                                         cell, zs, **o)
+    _close(state, s64, tol, "state")
+    _close(cell, c64, tol, "cell")
+    _close(zs, z64, tol, "zState")
+    # backward, from the float64 forward's outputs (independent of the forward kernel)
+    dA = torch.full((T, N, D * 4 * H), nan, device=DEVICE, dtype=dtype)
+    dh0 = torch.full((N, D * H), nan, device=DEVICE)
+    dc0 = torch.full((N, D * H), nan, device=DEVICE)
+    z_in, c_in = z64.to(dtype).to(DEVICE), c64.to(dtype).to(DEVICE)
+    assert lstm_seq_bwd.backward_sequence(a["dstate"], z_in, c_in, a["R"], a["c0"], mask,
+                                          a["p"], a["dcell"], a["dhf"], a["dcf"], dA, dh0,
+                                          dc0, **o)
+    assert dh0.dtype == dc0.dtype == f32
+    _close(dA, gA["source"], tol, "dA")
+    _close(dh0, gA["initState"], tol, "dh0")
+    _close(dc0, gA["initCell"], tol, "dc0")
+
+
+@pytest.mark.parametrize("sync", SYNCS)
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_kernels_float32(case, sync):
+    _kernel_check(case, torch.float32, 1e-5, sync)
+
+
+# relu / hardSigmoid / identity gates amplify a half rounding near a kink (or overflow float16):
+# the half types run with sigmoid / tanh gates (every activation is covered in float32)
+# one program per direction: the persistent launch (SYNC, all steps, the grid barrier, c / dc in
+# registers, dh0 in the same launch) also runs under the interpreter
+ONE_PROGRAM = [replace(CASES[7], tile=(32, 32, 16, 32)),
+               replace(CASES[1], N=17, H=20, tile=(32, 32, 32, 16))]
+
+
+@pytest.mark.parametrize("case", ONE_PROGRAM, ids=str)
+def test_kernels_float32_one_launch(case):
+    _kernel_check(case, torch.float32, 1e-5, True)
+
+
+def test_interpreter_refuses_a_persistent_grid():
+    if not lstm_seq_fwd.interpreting():
+        pytest.skip("the kernels run compiled")
+    with pytest.raises(ValueError, match="one program per direction"):
+        _kernel_check(CASES[7], torch.float32, 1e-5, True)
+
+
+HALF_CASES = [replace(CASES[i], smooth=True) for i in (0, 3, 7)]
+
+
+@pytest.mark.parametrize("case", HALF_CASES, ids=str)
+def test_kernels_bfloat16(case):
+    _kernel_check(case, torch.bfloat16, 5e-2, None)
+
+
+# ----------------------------------------------------------------------------------------------
+# through rnn.lstm_forward / rnn.lstm_backward
+# ----------------------------------------------------------------------------------------------
+
+
+def _rnn_check(case: Case, dtype, tol, monkeypatch):
+    ran = []
+    for mod, name in ((lstm_seq_fwd, "forward_sequence"), (lstm_seq_bwd, "backward_sequence")):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _n=name, **k: ran.append(_n)
+                            or _fn(*a, **k))
+    a, a64 = _inputs(case, dtype)
+    (s64, c64, z64), g64, _ = _reference(case, a64)
+    o = case.opts
+    outs = rnn.lstm_forward(a["x"], a["R"], a["W"], a["b"], a["h0"], a["c0"], a["mask"],
+                            a["p"], **o)
+    for name, got, want in zip(("state", "cell", "zState"), outs, (s64, c64, z64)):
+        assert got.dtype == dtype
+        _close(got, want, tol, name)
+    need = dict(need_b=case.b, need_peephole=case.peep, need_h0=case.h0, need_c0=case.c0)
+    z_in, c_in = z64.to(dtype).to(DEVICE), c64.to(dtype).to(DEVICE)
+    g = rnn.lstm_backward(a["x"], a["R"], a["dstate"], z_in, c_in, a["W"], a["b"], a["h0"],
+                          a["c0"], a["mask"], a["p"], a["dhf"], a["dcf"], a["dcell"], **need,
+                          **o)
+    assert ran == ["forward_sequence", "backward_sequence"]
+    for k, want in g64.items():
+        if want is None:
+            assert g[k] is None, k
+            continue
+        assert g[k].dtype == dtype and g[k].shape == want.shape, k
+        _close(g[k], want, tol, k)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[5], CASES[7]], ids=str)
+def test_rnn_float32(case, triton_on, monkeypatch):
+    _rnn_check(case, torch.float32, 1e-5, monkeypatch)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 6e-2), (torch.float16, 1e-2)])
+@pytest.mark.parametrize("case", HALF_CASES[:2], ids=str)
+def test_rnn_half(case, dtype, tol, triton_on, monkeypatch):
+    _rnn_check(case, dtype, tol, monkeypatch)
+
+
+# ----------------------------------------------------------------------------------------------
+# dispatch and planning
+# ----------------------------------------------------------------------------------------------
+
+
+def test_kernel_path_env(triton_on, monkeypatch):
+    case = CASES[6]
+    a, a64 = _inputs(case)
+    want = rnn.lstm_forward(a64["x"], a64["R"], a64["W"], a64["b"], **case.opts)[0]
+    calls = []
+    fn = lstm_seq_fwd.forward_sequence
+    monkeypatch.setattr(lstm_seq_fwd, "forward_sequence",
+                        lambda *x, **k: calls.append(1) or fn(*x, **k))
+    for path, persistent in (("step", False), ("torch", False), ("persistent", True)):
+        monkeypatch.setenv("MPSGRAPH_LSTM_KERNEL", path)
+        calls.clear()
+        got = rnn.lstm_forward(a["x"], a["R"], a["W"], a["b"], **case.opts)[0]
+        assert bool(calls) == persistent, path
+        _close(got, want, 1e-5, path)
+    monkeypatch.setenv("MPSGRAPH_LSTM_KERNEL", "bogus")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_KERNEL"):
+        rnn.lstm_forward(a["x"], a["R"], a["W"], a["b"], **case.opts)
+
+
+def test_plan(monkeypatch):
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    cpu = torch.device("cpu")
+    shapes = [(64, 256, 1), (8, 128, 1), (64, 1024, 1), (256, 512, 1), (64, 512, 2)]
+    for N, H, D in shapes:
+        for dt in (torch.float32, torch.bfloat16):
+            t = lstm_seq_fwd.plan(N, H, D, cpu, dt, max_programs=132)
+            assert t is not None, (N, H, D)
+            assert t.programs * D <= 132
+            assert min(t.block_n, t.block_u, t.block_k_fwd, t.block_k_bwd) >= 16
+            assert t.tiles_n * t.block_n >= N and t.tiles_u * t.block_u >= H
+    # too large to keep every program co-resident: no plan (the caller uses the step path)
+    assert lstm_seq_fwd.plan(4096, 4096, 2, cpu, max_programs=132) is None
+    assert lstm_seq_fwd.plan(0, 16, 1, cpu) is None
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "32,16,32,64,8")
+    t = lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132)
+    assert (t.block_n, t.block_u, t.block_k_fwd, t.block_k_bwd, t.num_warps) == \
+        (32, 16, 32, 64, 8)
+    assert t.programs == 2 * 16
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "32,12")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_TILING"):
+        lstm_seq_fwd.plan(64, 256, 1, cpu)
+
+
+def test_empty_is_not_run():
+    e = torch.empty(0, 3, 20, device=DEVICE)
+    R = torch.zeros(1, 20, 5, device=DEVICE)
+    s = torch.empty(0, 3, 5, device=DEVICE)
+    assert not lstm_seq_fwd.forward_sequence(e, R, None, None, None, None, s, s, e,
+                                             reverse=False, bidirectional=False,
+                                             blocks=(0, 1, 2, 3), activations=(3, 3, 2, 3, 2))
+
