@@ -206,3 +206,17 @@ def test_gradients_match_finite_differences_of_forward(rng, style, dl, s, r, gna
                             v if wrt == 1 else np.zeros_like(c.w)], eps=1.0))
         analytic = np.vdot(dx if wrt == 0 else dw, v)
         np.testing.assert_allclose(analytic, numeric, rtol=2e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("wl", ["HWIO", "OIHW"])
+@pytest.mark.parametrize("dtype,rtol", [(mg.float32, 1e-5), (mg.bFloat16, 2e-2)])
+def test_pointwise_nhwc(rng, wl, dtype, rtol):
+    """1x1 NHWC convolutions (which the torch backend runs as plain matrix products) against
+    the f64 loops, with both weight layouts, a batch > 1 and channel counts that differ."""
+    c = Case(rng, "explicit", "NHWC", wl, (1, 1), (1, 1), 1, C=5, O=7, N=3, hw=(4, 6),
+             k=(1, 1), pads=(0, 0, 0, 0))
+    if dtype != mg.float32:  # compare on the rounded inputs
+        c.x, c.w, c.dy = (np.asarray(a.astype(dtype.numpy_dtype), np.float64)
+                          for a in (c.x, c.w, c.dy))
+    for g_, w_ in zip(c.run_all(dtype), c.refs()):
+        _close(g_, w_, rtol, rtol)

@@ -122,12 +122,33 @@ def _depthwise(groups: int, c_in: int, w_oihw_shape, dtype: torch.dtype, device:
     return depthwise_conv, depthwise_conv_wgrad
 
 
+def _pointwise(a: Conv2DAttrs, w_oihw_shape, t: torch.Tensor) -> bool:
+    """A 1x1 convolution of NHWC data (stride 1, no padding, one group): a matrix product of
+    the [N*H*W, C] data with the weights, which both MPSGraph weight layouts hold as a plain
+    (transposed or not) [C, O] / [O, C] matrix - so cuBLAS runs it with no layout copy at all,
+    where cuDNN would first copy HWIO weights into its own (O, kH, kW, I) order. Half types on
+    the CPU keep the convolution path (computed in float32 and rounded once)."""
+    return (a.data_layout == L.NHWC and tuple(w_oihw_shape[2:]) == (1, 1) and a.groups == 1
+            and a.stride == (1, 1) and not any(a.pads)
+            and (t.device.type != "cpu" or t.dtype in (torch.float32, torch.float64)))
+
+
+def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
+    """1x1 weights as a [C, O] matrix (a view: HWIO [1,1,C,O] is one, OIHW [O,C,1,1] its
+    transpose)."""
+    return w.reshape(w.shape[2], w.shape[3]) if layout == L.HWIO else \
+        w.reshape(w.shape[0], w.shape[1]).t()
+
+
 @kernel("convolution2D")
 def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
     tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1],
                      _oihw_view(w, a.weights_layout).shape, x.dtype, x.device)
+    if _pointwise(a, _oihw_view(w, a.weights_layout).shape, x):
+        wm = _weight_matrix(w, a.weights_layout)
+        return torch.mm(x.reshape(-1, x.shape[3]), wm).view(a.out_shape)
     if tdw is not None:
         y = torch.empty(a.out_shape, dtype=x.dtype, device=x.device)
         tdw[0].forward(_nchw(x, a.data_layout), _oihw_view(w, a.weights_layout), a.stride,
@@ -149,6 +170,9 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
     tdw = _depthwise(a.groups, c, _oihw_view(w, a.weights_layout).shape, dy.dtype, dy.device)
+    if _pointwise(a, _oihw_view(w, a.weights_layout).shape, dy):
+        wm = _weight_matrix(w, a.weights_layout)
+        return torch.mm(dy.reshape(-1, dy.shape[3]), wm.t()).view(a.out_shape)
     if tdw is not None:
         dx = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[0].data_gradient(_nchw(dy, a.data_layout), _oihw_view(w, a.weights_layout),
@@ -177,6 +201,11 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     wshape = _canon_shape(a.out_shape, a.weights_layout)
     tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
+    if _pointwise(a, wshape, dy):
+        xm, dym = x.reshape(-1, x.shape[3]), dy.reshape(-1, dy.shape[3])
+        if a.weights_layout == L.HWIO:  # [C, O]
+            return torch.mm(xm.t(), dym).view(a.out_shape)
+        return torch.mm(dym.t(), xm).view(a.out_shape)  # OIHW: [O, C]
     if tdw is not None:
         g = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[1].weights_gradient(_nchw(dy, a.data_layout), _nchw(x, a.data_layout),
