@@ -274,7 +274,8 @@ def _graph_case(dl: str, wl: str, C: int, M: int, groups: int, dtype):
 @pytest.mark.parametrize("dl,wl", [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NHWC", "OIHW")])
 def test_graph_runs_the_triton_kernels(monkeypatch, dl, wl):
     """convolution2D and both gradients of a depthwise descriptor (M = 2, strided, dilated,
-    asymmetric padding) through the graph on the torch backend take the Triton path and match
+    asymmetric padding) through the graph on the torch backend take the Triton path where it
+    is used and match
     float64 autograd; a grouped (not depthwise) convolution does not take it."""
     device = "cuda" if torch.cuda.is_available() else "torch-cpu"
     if device == "torch-cpu":
@@ -287,7 +288,11 @@ def test_graph_runs_the_triton_kernels(monkeypatch, dl, wl):
                                                                           _r(*a, **k))[1])
     g, feeds, outs, exact, (to_d, to_w) = _graph_case(dl, wl, 3, 2, 3, mg.float32)
     res = g.run(feeds, outs, device=device)
-    assert sorted(calls) == ["data_gradient", "forward", "weights_gradient"]
+    # NHWC: only the data gradient (cuDNN's NHWC depthwise forward and weights gradient are
+    # faster on the H200; see backends/torch/convolution.py)
+    want_calls = ["data_gradient"] if dl == "NHWC" else [
+        "data_gradient", "forward", "weights_gradient"]
+    assert sorted(calls) == want_calls
     for t, want, conv in zip(outs, exact, (to_d, to_d, to_w)):
         got = res[t].numpy()
         assert got.dtype == np.float32 and got.flags.c_contiguous

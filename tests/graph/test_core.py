@@ -506,3 +506,29 @@ def test_device_parsing_and_default(monkeypatch):
     assert g.run({}, [s], device="cpu")[s].device == cpu  # an explicit device wins
     monkeypatch.setenv("MPSGRAPH_DEVICE", "cpu")
     assert g.run({}, [s])[s].device == cpu
+
+
+def test_cuda_graph_calibration_keeps_the_faster_way():
+    """The automatic CUDA-graph mode's choice: warm-up runs alternate, then timed runs decide
+    (here with a fake clock: the graph replay is slower, so op by op wins)."""
+    from mpsgraph.runtime import executable as ex
+
+    syncs = []
+    c = ex._Calibration(lambda: syncs.append(1))
+    clock = iter(range(1000))
+    real = ex.time.perf_counter
+    ex.time.perf_counter = lambda: float(next(clock))
+    try:
+        ways = []
+        while c.decided is None:
+            way = c.way()
+            ways.append(way)
+            w = "graph" if way == "graph" else "eager"
+            with c.timing(w):
+                if w == "graph":  # the replay "takes" two ticks more
+                    ex.time.perf_counter(), ex.time.perf_counter()
+    finally:
+        ex.time.perf_counter = real
+    assert ways == ["eager_timed", "graph"] * 5
+    assert len(syncs) == 2 * ex._Calibration.TIMED and c.decided == "eager"
+    assert c.way() == "eager"

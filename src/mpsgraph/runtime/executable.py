@@ -9,6 +9,7 @@ shape tensor that is fed or computed): its rule runs again at run time on that v
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,57 @@ def needed_op_ids(targetTensors: Sequence[Tensor], targetOperations: Sequence[Op
     return needed
 
 
+class _Calibration:
+    """The automatic CUDA-graph mode picks, by measurement, how to run: the first runs
+    alternate between op by op and the graph replay (whose results are copies of the graph's
+    buffers, so for a plan of few, long kernels with large results, running op by op can be
+    faster), timing each (synchronised); from then on the faster way is used. Runs 0-3 warm
+    both up (the replay captures and binds its graph there); runs 4-9 are timed."""
+
+    WARM, TIMED = 4, 6
+
+    def __init__(self, synchronize: Any):
+        self.sync = synchronize
+        self.n = 0
+        self.times: dict[str, list[float]] = {"eager": [], "graph": []}
+        self.decided: str | None = None
+
+    def way(self) -> str:
+        if self.decided is not None:
+            return self.decided
+        return "graph" if self.n % 2 else "eager_timed"
+
+    def timing(self, way: str) -> Any:
+        return _Timer(self, "graph" if way == "graph" else "eager")
+
+    def record(self, way: str, seconds: float | None) -> None:
+        if seconds is not None:
+            self.times[way].append(seconds)
+        self.n += 1
+        if self.n >= self.WARM + self.TIMED and self.decided is None:
+            g, e = (sorted(self.times[k])[len(self.times[k]) // 2] for k in ("graph", "eager"))
+            self.decided = "graph" if g <= e else "eager"
+
+
+class _Timer:
+    def __init__(self, calib: _Calibration, way: str):
+        self.c, self.w = calib, way
+        self.calibrating = calib.decided is None
+        self.on = self.calibrating and calib.n >= calib.WARM
+
+    def __enter__(self) -> None:
+        if self.on:
+            self.c.sync()
+            self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.calibrating:
+            return
+        if self.on:
+            self.c.sync()
+        self.c.record(self.w, time.perf_counter() - self.t0 if self.on else None)
+
+
 class _Step:
     __slots__ = ("op", "kernel", "ins", "outs", "attrs", "dynamic", "free", "n_out", "kind")
 
@@ -172,8 +224,10 @@ class Executable:
           replay it on every run, with no per-op launch cost. Default (None): on, where that
           is safe - a CUDA device, no op whose shapes depend on values (variables and
           assigns are fine: their storage stays at one address, assigns write into it) - with
-          each result copied out of the graph's buffers; if capturing fails the
-          executable quietly runs op by op. `True`: required (an error where it cannot be
+          each result copied out of the graph's buffers, and only where it pays: the first
+          ten runs alternate between the replay and running op by op, timing both
+          (synchronised), and the faster way is kept; if capturing fails the executable
+          quietly runs op by op. `True`: required (an error where it cannot be
           done), and the results are the graph's own output buffers, overwritten by a later
           run (no copy: the fastest; copy a result that must outlive the next run).
           `False`: off.
@@ -218,16 +272,29 @@ class Executable:
             self._replay = replay
             return
 
-        def auto(feeds: list[Any], bindable: bool = False) -> list[Any]:
-            try:  # falls back to op by op if capture fails
-                return replay(feeds, bindable)
-            except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
-                self._replay = None
-                if self._context is not None:
-                    with self._context():
-                        return self._execute(feeds)
-                return self._execute(feeds)
+        def eager(feeds: list[Any]) -> list[Any]:
+            if self._context is not None:
+                with self._context():
+                    return self._execute(feeds)
+            return self._execute(feeds)
 
+        calib = _Calibration(self._backend.synchronize)
+
+        def auto(feeds: list[Any], bindable: bool = False) -> list[Any]:
+            way = calib.way()
+            if way == "eager":
+                return eager(feeds)
+            if way == "eager_timed":
+                with calib.timing("eager"):
+                    return eager(feeds)
+            try:  # falls back to op by op if capture fails
+                with calib.timing("graph"):
+                    return replay(feeds, bindable)
+            except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
+                calib.decided = "eager"
+                return eager(feeds)
+
+        auto.calibration = calib  # type: ignore[attr-defined]
         auto.replayer = replay  # type: ignore[attr-defined]
         self._replay = auto
 

@@ -166,6 +166,10 @@ class Backend:
         del feed_types  # the feeds themselves carry them
         return GraphReplayer(self.device, execute, context, copy_outputs)
 
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     def kernel(self, kind: str) -> Callable[..., Any]:
         try:
             return KERNELS[kind]

@@ -12,7 +12,9 @@ larger virtual source that is then sliced. float16/bFloat16 run natively on CUDA
 accumulates in float32) and in float32 on the CPU, rounded once.
 
 Depthwise convolutions (groups == C, O = C * M) run Triton kernels instead
-(kernels/depthwise_conv.py, kernels/depthwise_conv_wgrad.py) whenever
+(kernels/depthwise_conv.py, kernels/depthwise_conv_wgrad.py) - all three ops for NCHW data, the
+data gradient for NHWC (measured on the H200: cuDNN's NHWC depthwise forward and weights
+gradient are faster than ours, its NHWC data gradient and everything NCHW far slower) - whenever
 `depthwise_conv.supported(...)` holds: float16 / bfloat16 / float32, kH * kW <= 64, and Triton
 runs on the device (CUDA; the CPU only under TRITON_INTERPRET=1, for tests). Why: the work is
 memory-bound and cuDNN is far from one pass over the data there (H200, N=32, C=128, 56x56, 3x3,
@@ -144,8 +146,9 @@ def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
 def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
-    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1],
-                     _oihw_view(w, a.weights_layout).shape, x.dtype, x.device)
+    tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
+        a.groups, _nchw(x, a.data_layout).shape[1], _oihw_view(w, a.weights_layout).shape,
+        x.dtype, x.device)
     if _pointwise(a, _oihw_view(w, a.weights_layout).shape, x):
         wm = _weight_matrix(w, a.weights_layout)
         return torch.mm(x.reshape(-1, x.shape[3]), wm).view(a.out_shape)
@@ -200,7 +203,8 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
     if _degenerate(dy, x, out_shape=a.out_shape):
         return _empty_result(a.out_shape, dy)
     wshape = _canon_shape(a.out_shape, a.weights_layout)
-    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
+    tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
+        a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
     if _pointwise(a, wshape, dy):
         xm, dym = x.reshape(-1, x.shape[3]), dy.reshape(-1, dy.shape[3])
         if a.weights_layout == L.HWIO:  # [C, O]
