@@ -28,9 +28,9 @@ In all of them:
   over all steps at the end.
 
 float32 recurrent dots in the persistent kernels honour torch.backends.cuda.matmul.allow_tf32
-(which the executable sets for allow_tf32=True): "tf32", else "ieee". For benchmarking,
-MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the persistent kernels' tiling and
-float32 dot precision (kernels/lstm_seq_fwd.py: `plan`, `precision`).
+(which the executable sets for allow_tf32=True): "tf32", else "tf32x3" (float32 accuracy on the
+tensor cores). For benchmarking, MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the
+persistent kernels' tiling and float32 dot precision (kernels/lstm_seq_fwd.py: `plan`, `precision`).
 """
 
 from __future__ import annotations
@@ -118,9 +118,20 @@ def _allow_tf32() -> bool:
 
 def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H: int,
                      D: int):
-    """The persistent kernels' tiling when they apply to this call, else None."""
+    """The persistent kernels' tiling when they apply to this call, else None.
+
+    By default (no MPSGRAPH_LSTM_KERNEL) float32 takes the persistent path only while a step's
+    recurrent product is small (N * 4H * H <= 2**26 multiply-adds): measured on the H200, its
+    in-kernel float32 dots lose to cuBLAS's per-step GEMMs beyond that ((T=100, N=64, H=1024):
+    13.4 ms against 10.1 ms for the step path; (T=200, N=256, H=512): 28.4 against 20.9), while
+    at (T=100, N=64, H=256) and (T=50, N=8, H=128) they win (3.1 against 3.3 ms; 0.89 against
+    3.2 ms). The half types always take it (their step path computes in float32)."""
+    path = _kernel_path()
     if (dtype not in (torch.float32, *_HALF) or T == 0 or N == 0 or H == 0
-            or _kernel_path() != "persistent" or not _triton_available(device)):
+            or path != "persistent" or not _triton_available(device)):
+        return None
+    if (dtype == torch.float32 and "MPSGRAPH_LSTM_KERNEL" not in os.environ
+            and N * 4 * H * H > 1 << 26):
         return None
     from .kernels import lstm_seq_fwd
 
