@@ -60,8 +60,9 @@ barrier then waits for nobody else; the tests use that to check the SYNC path.)
 Precision: float32 dots use input_precision "tf32x3" (float32 accuracy; "tf32" with
 allow_tf32); with float16 / bfloat16 R the dot operands (h_prev * m, R) are in R's dtype, and
 the accumulation, the cell and the gate math are float32. The outputs are written in their
-buffers' dtype (the torch backend passes float32 buffers and rounds once at the end). Under the interpreter (whose bfloat16 dot is
-broken) half dot operands are rounded, then widened to float32 for the dot (F32_DOT).
+buffers' dtype (the torch backend passes float32 buffers and rounds once at the end). Under the
+interpreter (whose bfloat16 dot is broken) half dot operands are rounded, then widened to
+float32 for the dot (F32_DOT).
 """
 
 from __future__ import annotations
