@@ -208,7 +208,9 @@ def row(bench, J, shape, precision: str, mdev, peephole=False, mask=False) -> di
         bench.cleanup()
         return {"name": name, "precision": precision, "mask": mask, "verified": "error",
                 "flops": case.flops, "cells": {"ours": G.Cell(text=f"error: {G.short(e)}")}}
+    way = G.calibrate(bench, exe, inputs)
     cells["ours"] = G.measure(bench, lambda: exe.run(inputs), f"ours {name}")
+    cells["ours"].method = way
     if bench.cuda:
         cells["ours_graph"] = graph_of_ours(bench, compile_fn, inputs, **opts)
         os.environ["MPSGRAPH_LSTM_KERNEL"] = "step"
