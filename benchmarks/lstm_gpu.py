@@ -305,7 +305,10 @@ def main(argv=None) -> int:
             rows.append(row(bench, J, shape, p, mdev))
             if i == 0:
                 rows.append(row(bench, J, shape, p, mdev, peephole=True, mask=True))
-            print(f"  done: {shape} {p}", file=sys.stderr, flush=True)
+            for r in rows[-2 if i == 0 else -1:]:  # as it goes: a cut-off run keeps its rows
+                cs = r["cells"]
+                print("  row: " + r["name"] + " | " + " | ".join(
+                    f"{k} {c.show()}" for k, c in cs.items()), file=sys.stderr, flush=True)
     show(rows)
     print(f"total wall time {time.perf_counter() - t0:.0f} s")
     if args.json:

@@ -1,0 +1,141 @@
+"""Sweep of the torch backend's LSTM paths, tilings and float32 dot precisions on a GPU.
+
+Run (from the repository root, on a CUDA machine)::
+
+    PYTHONPATH=src python3 benchmarks/lstm_sweep.py
+
+Each row times `rnn.lstm_forward` and `rnn.lstm_backward` (everything a training step does:
+the input projection, the recurrence, the weight-gradient GEMMs) captured in a CUDA graph,
+device-only: 10 replays queued per sample, median of 15. The environment variables of
+backends/torch/rnn.py select what runs: MPSGRAPH_LSTM_KERNEL (persistent | step | torch),
+MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels) and
+MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3). "us/step" = (forward + backward) / (2T).
+Results and what they led to: benchmarks/RESULTS.md and benchmarks/LSTM_DESIGNS.md.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import torch  # noqa: E402
+
+from mpsgraph.backends.torch import rnn  # noqa: E402
+from mpsgraph.backends.torch.kernels import lstm_seq_fwd  # noqa: E402
+
+DEV = torch.device("cuda")
+DEFAULT_ACTS = (3, 3, 2, 3, 2)      # sigmoid i, f, o; tanh z and cell
+PEEP_ACTS = (4, 3, 2, 3, 2)         # hardSigmoid input gate
+TILINGS = ["16,16", "16,32", "32,16", "16,64", "32,32", "64,16", "16,16,32,64,4,1",
+           "16,16,64,128,2", "16,16,64,128,8"]
+
+
+def graph_us(fn, batch: int = 10, rep: int = 15) -> float:
+    """Median device time (us) of `fn` captured in a CUDA graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(rep):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(batch):
+            g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / batch)
+    return statistics.median(ts) * 1e3
+
+
+def case(T: int, N: int, H: int, dt: torch.dtype, masked: bool = False):
+    """(forward, backward) closures of a unidirectional LSTM with I = H; `masked` adds a
+    per-step mask, a peephole and a hardSigmoid input gate."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s, sc=0.1):
+        return (torch.randn(*s, generator=g) * sc).to(DEV, dt)
+
+    x, R, W, b, h0, c0 = r(T, N, H), r(1, 4 * H, H), r(4 * H, H), r(4 * H), r(N, H), r(N, H)
+    m = (torch.rand(T, N, H, generator=g) > 0.1).to(DEV, dt) if masked else None
+    p = r(1, 4 * H) if masked else None
+    kw = dict(reverse=False, bidirectional=False, forget_gate_last=False,
+              activations=PEEP_ACTS if masked else DEFAULT_ACTS)
+    st, ce, zs = rnn.lstm_forward(x, R, W, b, h0, c0, m, p, **kw)
+    dst = r(T, N, H, sc=1.0)
+
+    def fwd():
+        return rnn.lstm_forward(x, R, W, b, h0, c0, m, p, **kw)
+
+    def bwd():
+        return rnn.lstm_backward(x, R, dst, zs, ce, W, b, h0, c0, m, p, **kw, need_b=True,
+                                 need_peephole=masked, need_h0=True, need_c0=True)
+
+    return fwd, bwd
+
+
+def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=False) -> None:
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        fwd, bwd = case(T, N, H, dt, masked)
+        tf, tb = graph_us(fwd), graph_us(bwd)
+        pl = lstm_seq_fwd.plan(N, H, 1, DEV, dt)
+        tiling = f"{pl.block_n}x{pl.block_u} P={pl.programs}" if pl else "-"
+        print(f"| {label} | T={T} N={N} H={H} {str(dt)[6:]} | {env} | {tf:.0f} | {tb:.0f} "
+              f"| {tf + tb:.0f} | {(tf + tb) / (2 * T):.2f} | {tiling} |", flush=True)
+    except Exception as e:  # noqa: BLE001 - one variant failing must not stop the sweep
+        print(f"| {label} | T={T} N={N} H={H} {dt} | {env} | error {str(e)[:150]} |",
+              flush=True)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    torch.cuda.empty_cache()
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("needs a CUDA device", file=sys.stderr)
+        return 2
+    print("| what | shape | env | fwd us | bwd us | total us | us/step | plan |")
+    print("|---|---|---|---:|---:|---:|---:|---|")
+    for T, N, H in [(100, 64, 256), (50, 8, 128)]:
+        for dt in (torch.float32, torch.bfloat16):
+            row("step path", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "step"})
+            row("default", T, N, H, dt, {})
+            if dt == torch.float32:
+                for prec in ("ieee", "tf32x3", "tf32"):
+                    row(prec, T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "persistent",
+                                            "MPSGRAPH_LSTM_FP32_DOT": prec})
+            for til in TILINGS:
+                env = {"MPSGRAPH_LSTM_KERNEL": "persistent", "MPSGRAPH_LSTM_TILING": til}
+                row("tiling", T, N, H, dt, env)
+            row("mask+peep default", T, N, H, dt, {}, masked=True)
+    for T, N, H in [(100, 64, 1024), (200, 256, 512)]:
+        for dt in (torch.float32, torch.bfloat16):
+            row("step path", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "step"})
+            row("default", T, N, H, dt, {})
+            if dt == torch.float32:
+                row("tf32x3", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "persistent",
+                                            "MPSGRAPH_LSTM_FP32_DOT": "tf32x3"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
