@@ -47,6 +47,22 @@ class AdamAttrs:
     bias_correction: bool  # learningRate (with beta powers) rather than currentLearningRate
 
 
+def adam_step(sqrt, maximum, a: AdamAttrs, lr, current_lr, b1, b2, eps, beta1_power,
+              beta2_power, values, m, v, vmax, g):
+    """The Adam update written once for every backend: `sqrt` / `maximum` are the array
+    library's; the operands are float32 arrays (None where absent). Returns (values, momentum,
+    velocity, maximumVelocity or None), unrounded and unbroadcast (the kernel does both)."""
+    m_t = b1 * m + (1 - b1) * g
+    v_t = b2 * v + (1 - b2) * g * g
+    if a.bias_correction:
+        lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+    else:
+        lr_t = current_lr
+    vmax_t = maximum(vmax, v_t) if a.amsgrad else None
+    denom = sqrt(vmax_t if a.amsgrad else v_t) + eps
+    return values - lr_t * m_t / denom, m_t, v_t, vmax_t
+
+
 _ADAM_INPUTS = ("learningRate", "currentLearningRate", "beta1", "beta2", "epsilon",
                 "beta1Power", "beta2Power", "values", "momentum", "velocity",
                 "maximumVelocity", "gradient")

@@ -73,6 +73,25 @@ class Pool2DAttrs:
     out_hw: tuple[int, int]  # result (Ho, Wo) of the forward op
     include_zero_pad: bool
 
+    @property
+    def work_hw(self) -> tuple[int, int]:
+        """Rows and columns of the kernels' working array: the padded input, grown to hold
+        every window."""
+        (kh, kw), (sy, sx), (ry, rx) = self.kernel, self.stride, self.dilation
+        (h, w), (ho, wo) = self.in_hw, self.out_hw
+        pt, pb, pl, pr = self.pads
+        need_h = (ho - 1) * sy + (kh - 1) * ry + 1 if ho > 0 else 0
+        need_w = (wo - 1) * sx + (kw - 1) * rx + 1 if wo > 0 else 0
+        return max(need_h, pt + h + pb), max(need_w, pl + w + pr)
+
+    def tap(self, p: int, q: int) -> tuple[slice, slice]:
+        """(rows, columns) of the working array that window tap (p, q) reads, one per output
+        position: `work[:, :, rows, cols]` is [N, C, Ho, Wo] (a strided view in NumPy and
+        torch alike)."""
+        (sy, sx), (ry, rx), (ho, wo) = self.stride, self.dilation, self.out_hw
+        return (slice(p * ry, p * ry + sy * (ho - 1) + 1, sy),
+                slice(q * rx, q * rx + sx * (wo - 1) + 1, sx))
+
 
 @dataclass(frozen=True)
 class _PoolOpAttrs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.optimizer import AdamAttrs
+from ...ops.optimizer import AdamAttrs, adam_step
 from . import kernel
 
 _F32 = np.dtype(np.float32)
@@ -38,19 +38,10 @@ def applyStochasticGradientDescent(lr, variable, g, attrs: None) -> np.ndarray:
 @kernel("adam")
 def adam(lr, current_lr, beta1, beta2, epsilon, beta1_power, beta2_power, values, m, v, vmax,
          g, a: AdamAttrs) -> tuple[np.ndarray, ...]:
-    b1, b2, eps, gr = _f(beta1), _f(beta2), _f(epsilon), _f(g)
-    m_t = b1 * _f(m) + (1 - b1) * gr
-    v_t = b2 * _f(v) + (1 - b2) * gr * gr
-    if a.bias_correction:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lr_t = _f(lr) * np.sqrt(1 - _f(beta2_power)) / (1 - _f(beta1_power))
-    else:
-        lr_t = _f(current_lr)
-    vmax_t = np.maximum(_f(vmax), v_t) if a.amsgrad else None
-    denom = np.sqrt(vmax_t if a.amsgrad else v_t) + eps
-    new_values = _f(values) - lr_t * m_t / denom
-    shape, dt = values.shape, values.dtype
-    outs = [_out(new_values, shape, dt), _out(m_t, shape, dt), _out(v_t, shape, dt)]
-    if a.amsgrad:
-        outs.append(_out(vmax_t, shape, dt))
-    return tuple(outs)
+    with np.errstate(divide="ignore", invalid="ignore"):  # beta powers of 1: inf/NaN
+        res = adam_step(np.sqrt, np.maximum, a, *(
+            None if t is None else _f(t) for t in (lr, current_lr, beta1, beta2, epsilon,
+                                                     beta1_power, beta2_power, values, m, v, vmax,
+                                                     g)))
+    n = 4 if a.amsgrad else 3
+    return tuple(_out(r, values.shape, values.dtype) for r in res[:n])

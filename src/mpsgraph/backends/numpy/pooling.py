@@ -34,19 +34,9 @@ def _finish(y: np.ndarray, a: Pool2DAttrs, dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def _extent(a: Pool2DAttrs) -> tuple[int, int]:
-    """Rows and columns of the working array: the padded input, grown to hold every window."""
-    (kh, kw), (sy, sx), (ry, rx) = a.kernel, a.stride, a.dilation
-    (h, w), (ho, wo) = a.in_hw, a.out_hw
-    pt, pb, pl, pr = a.pads
-    need_h = (ho - 1) * sy + (kh - 1) * ry + 1 if ho > 0 else 0
-    need_w = (wo - 1) * sx + (kw - 1) * rx + 1 if wo > 0 else 0
-    return max(need_h, pt + h + pb), max(need_w, pl + w + pr)
-
-
 def _padded(x: np.ndarray, a: Pool2DAttrs, fill: float) -> np.ndarray:
     n, c, h, w = x.shape
-    hp, wp = _extent(a)
+    hp, wp = a.work_hw
     pt, _, pl, _ = a.pads
     xp = np.full((n, c, hp, wp), fill, _F32)
     xp[:, :, pt:pt + h, pl:pl + w] = x
@@ -54,8 +44,7 @@ def _padded(x: np.ndarray, a: Pool2DAttrs, fill: float) -> np.ndarray:
 
 
 def _tap(xp: np.ndarray, p: int, q: int, a: Pool2DAttrs) -> np.ndarray:
-    (sy, sx), (ry, rx), (ho, wo) = a.stride, a.dilation, a.out_hw
-    return xp[:, :, p * ry: p * ry + sy * (ho - 1) + 1: sy, q * rx: q * rx + sx * (wo - 1) + 1: sx]
+    return xp[(slice(None), slice(None), *a.tap(p, q))]
 
 
 def _axis_count(n_out: int, k: int, s: int, r: int, before: int, lo: int, hi: int
@@ -177,7 +166,7 @@ def avgPooling2DGradient(dy: np.ndarray, x: np.ndarray, a: Pool2DAttrs) -> np.nd
         return e
     g = np.asarray(_nchw(dy, a.data_layout), dtype=_F32) * _inv_counts(a)
     n, c = g.shape[:2]
-    dxp = np.zeros((n, c, *_extent(a)), _F32)
+    dxp = np.zeros((n, c, *a.work_hw), _F32)
     kh, kw = a.kernel
     for p in range(kh):
         for q in range(kw):

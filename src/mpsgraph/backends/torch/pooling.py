@@ -36,19 +36,9 @@ def _finish(y: torch.Tensor, a: Pool2DAttrs, dtype: torch.dtype) -> torch.Tensor
     return y.to(dtype, memory_format=torch.contiguous_format, copy=True)
 
 
-def _extent(a: Pool2DAttrs) -> tuple[int, int]:
-    """Rows and columns of the working tensor: the padded input, grown to hold every window."""
-    (kh, kw), (sy, sx), (ry, rx) = a.kernel, a.stride, a.dilation
-    (h, w), (ho, wo) = a.in_hw, a.out_hw
-    pt, pb, pl, pr = a.pads
-    need_h = (ho - 1) * sy + (kh - 1) * ry + 1 if ho > 0 else 0
-    need_w = (wo - 1) * sx + (kw - 1) * rx + 1 if wo > 0 else 0
-    return max(need_h, pt + h + pb), max(need_w, pl + w + pr)
-
-
 def _padded(x: torch.Tensor, a: Pool2DAttrs, fill: float) -> torch.Tensor:
     n, c, h, w = x.shape
-    hp, wp = _extent(a)
+    hp, wp = a.work_hw
     pt, _, pl, _ = a.pads
     xp = torch.full((n, c, hp, wp), fill, dtype=F32, device=x.device)
     xp[:, :, pt:pt + h, pl:pl + w] = x
@@ -56,8 +46,7 @@ def _padded(x: torch.Tensor, a: Pool2DAttrs, fill: float) -> torch.Tensor:
 
 
 def _tap(xp: torch.Tensor, p: int, q: int, a: Pool2DAttrs) -> torch.Tensor:
-    (sy, sx), (ry, rx), (ho, wo) = a.stride, a.dilation, a.out_hw
-    return xp[:, :, p * ry: p * ry + sy * (ho - 1) + 1: sy, q * rx: q * rx + sx * (wo - 1) + 1: sx]
+    return xp[(slice(None), slice(None), *a.tap(p, q))]
 
 
 def _axis_count(n_out: int, k: int, s: int, r: int, before: int, lo: int, hi: int,
@@ -196,7 +185,7 @@ def avgPooling2DGradient(dy: torch.Tensor, x: torch.Tensor, a: Pool2DAttrs) -> t
         return _finish(torch.zeros(xn.shape, dtype=F32, device=x.device), a, dy.dtype)
     g = _nchw(dy, a.data_layout).to(F32) * _inv_counts(a, x.device)
     n, c = g.shape[:2]
-    dxp = torch.zeros((n, c, *_extent(a)), dtype=F32, device=x.device)
+    dxp = torch.zeros((n, c, *a.work_hw), dtype=F32, device=x.device)
     kh, kw = a.kernel
     for p in range(kh):
         for q in range(kw):
