@@ -8,8 +8,12 @@ Each row times `rnn.lstm_forward` and `rnn.lstm_backward` (everything a training
 the input projection, the recurrence, the weight-gradient GEMMs) captured in a CUDA graph,
 device-only: 10 replays queued per sample, median of 15. The environment variables of
 backends/torch/rnn.py select what runs: MPSGRAPH_LSTM_KERNEL (persistent | step | torch),
-MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels) and
-MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3). "us/step" = (forward + backward) / (2T).
+MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels),
+MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3) and MPSGRAPH_LSTM_R_RESIDENT=1 (the persistent
+kernels load their R slice once per launch where `lstm_seq_fwd.r_resident`'s caps hold; the
+"R res" rows). "us/step" = (forward + backward) / (2T); "plan" shows the tiling and, with
+R_RESIDENT, the resident K extents of the forward / backward ("-": that kernel runs the K-chunk
+loop). Only the R_RESIDENT rows: ``python3 benchmarks/lstm_sweep.py --resident``.
 Results and what they led to: benchmarks/RESULTS.md and benchmarks/LSTM_DESIGNS.md.
 """
 
@@ -93,8 +97,13 @@ def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=F
     try:
         fwd, bwd = case(T, N, H, dt, masked)
         tf, tb = graph_us(fwd), graph_us(bwd)
-        pl = lstm_seq_fwd.plan(N, H, 1, DEV, dt)
+        tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+        pl = lstm_seq_fwd.plan(N, H, 1, DEV, dt, allow_tf32=tf32)
         tiling = f"{pl.block_n}x{pl.block_u} P={pl.programs}" if pl else "-"
+        if pl and os.environ.get("MPSGRAPH_LSTM_R_RESIDENT") == "1":
+            prec = lstm_seq_fwd.precision(dt, tf32)
+            ks = [lstm_seq_fwd.r_resident(H, pl, dt, prec, b) or "-" for b in (False, True)]
+            tiling += f" R res K={ks[0]}/{ks[1]}"
         print(f"| {label} | T={T} N={N} H={H} {str(dt)[6:]} | {env} | {tf:.0f} | {tb:.0f} "
               f"| {tf + tb:.0f} | {(tf + tb) / (2 * T):.2f} | {tiling} |", flush=True)
     except Exception as e:  # noqa: BLE001 - one variant failing must not stop the sweep
@@ -109,12 +118,33 @@ def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=F
     torch.cuda.empty_cache()
 
 
+def resident_rows(T: int, N: int, H: int, dt: torch.dtype) -> None:
+    """MPSGRAPH_LSTM_R_RESIDENT=1 with the default tiling and with 16,32 (float32: also with
+    "tf32" dots, whose larger operand cap lets (100, 64, 256) run resident; the default "tf32x3"
+    does not fit there), each next to its chunked twin."""
+    envs = [{}, {"MPSGRAPH_LSTM_TILING": "16,32"}]
+    if dt == torch.float32:
+        envs += [{"MPSGRAPH_LSTM_FP32_DOT": "tf32"},
+                 {"MPSGRAPH_LSTM_FP32_DOT": "tf32", "MPSGRAPH_LSTM_TILING": "16,32"}]
+    for extra in envs:
+        env = {"MPSGRAPH_LSTM_KERNEL": "persistent", **extra}
+        row("chunked", T, N, H, dt, env)
+        row("R res", T, N, H, dt, {**env, "MPSGRAPH_LSTM_R_RESIDENT": "1"})
+        if not extra:
+            row("R res mask+peep", T, N, H, dt, {"MPSGRAPH_LSTM_R_RESIDENT": "1"}, masked=True)
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA device", file=sys.stderr)
         return 2
     print("| what | shape | env | fwd us | bwd us | total us | us/step | plan |")
     print("|---|---|---|---:|---:|---:|---:|---|")
+    if "--resident" in sys.argv[1:]:
+        for T, N, H in [(100, 64, 256), (50, 8, 128)]:
+            for dt in (torch.float32, torch.bfloat16):
+                resident_rows(T, N, H, dt)
+        return 0
     for T, N, H in [(100, 64, 256), (50, 8, 128)]:
         for dt in (torch.float32, torch.bfloat16):
             row("step path", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "step"})
@@ -127,6 +157,7 @@ def main() -> int:
                 env = {"MPSGRAPH_LSTM_KERNEL": "persistent", "MPSGRAPH_LSTM_TILING": til}
                 row("tiling", T, N, H, dt, env)
             row("mask+peep default", T, N, H, dt, {}, masked=True)
+            resident_rows(T, N, H, dt)
     for T, N, H in [(100, 64, 1024), (200, 256, 512)]:
         for dt in (torch.float32, torch.bfloat16):
             row("step path", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "step"})

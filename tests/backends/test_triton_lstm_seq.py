@@ -42,6 +42,8 @@ def triton_on(monkeypatch):
     monkeypatch.delenv("MPSGRAPH_NO_TRITON", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_KERNEL", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_R_RESIDENT", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_FP32_DOT", raising=False)
     if not CUDA:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
 
@@ -205,6 +207,7 @@ def _kernel_check(case: Case, dtype, tol, sync):
     _close(dA, gA["source"], tol, "dA")
     _close(dh0, gA["initState"], tol, "dh0")
     _close(dc0, gA["initCell"], tol, "dc0")
+    return dict(state=state, cell=cell, zState=zs, dA=dA, dh0=dh0, dc0=dc0)
 
 
 @pytest.mark.parametrize("sync", SYNCS)
@@ -341,3 +344,116 @@ def test_empty_is_not_run():
                                              reverse=False, bidirectional=False,
                                              blocks=(0, 1, 2, 3), activations=(3, 3, 2, 3, 2))
 
+
+# ----------------------------------------------------------------------------------------------
+# R resident (MPSGRAPH_LSTM_R_RESIDENT=1): R loaded once per launch, one dot per gate and step
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Records (kernel, R_RESIDENT, RES_K) of every launch of the two persistent kernels."""
+    monkeypatch.delenv("MPSGRAPH_LSTM_R_RESIDENT", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_FP32_DOT", raising=False)
+    seen = []
+    for name, k in (("fwd", lstm_seq_fwd._fwd_seq_kernel), ("bwd", lstm_seq_bwd._bwd_seq_kernel)):
+        def run(*a, _run=k.run, _name=name, **kw):
+            seen.append((_name, kw["R_RESIDENT"], kw["RES_K"]))
+            return _run(*a, **kw)
+        monkeypatch.setattr(k, "run", run)
+    return seen
+
+
+def _res_k(case: Case):
+    """The K extents of the resident tiles (forward, backward) of a case."""
+    p2 = 1 << max(0, case.H - 1).bit_length()
+    return max(16, p2), max(16, 4 * p2)
+
+
+def _resident_check(case: Case, dtype, tol, sync, monkeypatch, launches):
+    """The chunked path, then the resident one: each against the float64 reference, and the
+    two against each other; the resident one must have run in every launch."""
+    base = _kernel_check(case, dtype, tol, sync)
+    assert launches and not any(r for _, r, _ in launches)
+    launches.clear()
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "1")
+    res = _kernel_check(case, dtype, tol, sync)
+    kf, kb = _res_k(case)
+    assert {(n, r, k) for n, r, k in launches} == {("fwd", True, kf), ("bwd", True, kb)}
+    for name, want in base.items():
+        _close(res[name], want.double().cpu(), tol, f"resident vs chunked {name}")
+
+
+# one 16-row tile of N and a BLOCK_U that fit every cap in float32 "tf32x3" (BLOCK_N * pow2(4H)
+# <= 2048): H <= 32; several tiles along N and H (N = 17, H = 20: padding masks on both, K
+# padded 20 -> 32 forward, 80 -> 128 backward); the chunked reference run uses 16-wide chunks
+RES_CASES = [replace(c, tile=(16, 16, 16, 16)) for c in CASES[:7]] + [
+    replace(CASES[7], tile=(16, 16, 16, 16)),
+    replace(CASES[8], tile=(16, 16, 16, 16)),
+    replace(CASES[9], H=32, tile=(16, 32, 16, 16)),
+]
+
+
+@pytest.mark.parametrize("case", RES_CASES, ids=str)
+def test_resident_float32(case, monkeypatch, launches):
+    _resident_check(case, torch.float32, 1e-5, None, monkeypatch, launches)
+
+
+@pytest.mark.parametrize("case", [replace(CASES[7], N=9, tile=(16, 32, 16, 16))], ids=str)
+def test_resident_float32_one_launch(case, monkeypatch, launches):
+    # one program per direction: the persistent launch, R loaded once for all T steps
+    _resident_check(case, torch.float32, 1e-5, True, monkeypatch, launches)
+    assert len(launches) == 2
+
+
+@pytest.mark.parametrize("case", [replace(HALF_CASES[i], tile=(16, 16, 16, 16))
+                                  for i in (0, 2)], ids=str)
+def test_resident_bfloat16(case, monkeypatch, launches):
+    _resident_check(case, torch.bfloat16, 5e-2, None, monkeypatch, launches)
+
+
+def test_resident_tf32_cap(monkeypatch, launches):
+    # "tf32" (one product per dot) allows a larger operand than "tf32x3": BLOCK_N = 32 with
+    # the backward's K = 128 fits only there (the interpreter computes every dot in float32)
+    case = replace(CASES[8], tile=(32, 16, 16, 16))
+    monkeypatch.setenv("MPSGRAPH_LSTM_FP32_DOT", "tf32")
+    _resident_check(case, torch.float32, 1e-5, None, monkeypatch, launches)
+    launches.clear()
+    monkeypatch.setenv("MPSGRAPH_LSTM_FP32_DOT", "tf32x3")
+    _kernel_check(case, torch.float32, 1e-5, None)
+    assert {(n, r) for n, r, _ in launches} == {("fwd", True), ("bwd", False)}
+
+
+def test_resident_through_rnn(triton_on, monkeypatch, launches):
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "1")
+    _rnn_check(CASES[0], torch.float32, 1e-5, monkeypatch)
+    assert {(n, r) for n, r, _ in launches} == {("fwd", True), ("bwd", True)}
+
+
+def test_r_resident_caps(monkeypatch):
+    f32, bf16 = torch.float32, torch.bfloat16
+
+    def rr(H, bn, bu, dt=f32, prec="tf32x3", backward=False):
+        return lstm_seq_fwd.r_resident(H, lstm_seq_fwd._tiling(64, H, bn, bu, 4), dt, prec,
+                                       backward)
+
+    monkeypatch.delenv("MPSGRAPH_LSTM_R_RESIDENT", raising=False)
+    assert rr(5, 16, 16) == 0  # default off
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "0")
+    assert rr(5, 16, 16) == 0
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "1")
+    assert (rr(5, 16, 16), rr(5, 16, 16, backward=True)) == (16, 32)
+    assert (rr(20, 16, 16), rr(20, 16, 16, backward=True)) == (32, 128)
+    # (N=64, H=256, 16x16) and (N=8, H=128, 16x32 / 16x16): the benchmark's shapes
+    assert (rr(256, 16, 16), rr(256, 16, 16, backward=True)) == (0, 0)
+    assert (rr(256, 16, 16, prec="tf32"), rr(256, 16, 16, prec="tf32", backward=True)) == \
+        (256, 1024)
+    assert (rr(256, 16, 16, bf16), rr(256, 16, 16, bf16, backward=True)) == (256, 1024)
+    assert (rr(256, 16, 32, bf16), rr(256, 16, 32, bf16, backward=True)) == (256, 1024)
+    assert (rr(256, 16, 32, prec="tf32"), rr(512, 16, 32, bf16)) == (0, 0)  # the tile cap
+    assert (rr(128, 16, 32), rr(128, 16, 32, backward=True)) == (128, 0)
+    assert (rr(128, 16, 16, bf16), rr(128, 16, 16, bf16, backward=True)) == (128, 512)
+    assert rr(5, 16, 16, prec="ieee") == 0
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "yes")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_R_RESIDENT"):
+        rr(5, 16, 16)

@@ -30,7 +30,9 @@ In all of them:
 float32 recurrent dots in the persistent kernels honour torch.backends.cuda.matmul.allow_tf32
 (which the executable sets for allow_tf32=True): "tf32", else "tf32x3" (float32 accuracy on the
 tensor cores). For benchmarking, MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the
-persistent kernels' tiling and float32 dot precision (kernels/lstm_seq_fwd.py: `plan`, `precision`).
+persistent kernels' tiling and float32 dot precision, and MPSGRAPH_LSTM_R_RESIDENT=1 makes them
+load their slice of R once, before the time loop, where it fits (off by default: not measured
+yet) (kernels/lstm_seq_fwd.py: `plan`, `precision`).
 """
 
 from __future__ import annotations

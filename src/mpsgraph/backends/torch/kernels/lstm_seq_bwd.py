@@ -30,6 +30,29 @@ One launch per step (SYNC=False) carries dc through the dc0 buffer ([N, D*H] flo
 the start of a launch, written at its end), and the final dh0 product is then its own launch
 (j0 = T, nj = 0, do_final = 1), because it needs every program's dA of the last step.
 
+R resident (opt-in, MPSGRAPH_LSTM_R_RESIDENT=1; lstm_seq_fwd.py's docstring and `r_resident`):
+constexpr R_RESIDENT with RES_K = pow2(4H): the [RES_K, BLOCK_U] slice R[d][:, units] (rows
+>= 4H and units >= H masked to zero) is loaded once per launch before the step loop
+(`_load_r_bwd`) and every dh product, the final dh0 one included, is ONE tl.dot of the dA rows
+of the whole K extent against it (`_rec_bwd_resident`). Resources of both kernels, ptxas for
+sm_90a (Triton 3.9 AOT compile, no GPU; 4 warps; registers / stack bytes per thread / shared
+KiB; "plain" = default options, "+opts" = mask, peephole, bidirectional), chunked -> resident:
+
+    fwd H=256 16x16 bf16     136/0/24 -> 166/0/48     +opts 226/0/32 -> 255/128/48
+    fwd H=256 16x32 bf16     126/0/20 -> 148/0/80     +opts 126/0/24 -> 255/24/80
+    fwd H=256 16x16 tf32     224/0/40 -> 254/32/81    +opts 168/8/48 -> 255/96/80
+    fwd H=256 16x16 tf32x3   255/32/40 -> 32/11576/80 (ptxas gives up: not selected)
+    fwd H=128 16x16 bf16     136/0/24 -> 130/0/24     +opts 226/0/32 -> 232/0/24
+    fwd H=128 16x16 tf32x3   255/32/40 -> 255/184/40  +opts 255/104/48 -> 255/280/40
+    fwd H=128 16x32 tf32x3   228/0/36 -> 255/40/72    +opts 245/0/40 -> 255/72/72
+    bwd H=256 16x16 bf16     154/0/16 -> 164/0/64     +opts 161/0/16 -> 198/0/64
+    bwd H=256 16x32 bf16     158/0/12 -> 176/0/96     +opts 188/0/12 -> 220/0/96
+    bwd H=256 16x16 tf32     148/0/16 -> 226/0/129    +opts 157/0/16 -> 250/0/128
+    bwd H=256 16x16 tf32x3   255/368/16 -> 32/18320/128 (not selected)
+    bwd H=128 16x16 bf16     154/0/16 -> 122/0/32     +opts 161/0/16 -> 150/0/32
+    bwd H=128 16x16 tf32     148/0/16 -> 162/0/65     +opts 158/0/16 -> 196/0/64
+    bwd H=128 16x16 tf32x3   255/368/16 -> 32/8648/64 (not selected)
+
 dA is written in its buffer's dtype (the torch backend uses the input dtype, so that the half
 types' weight-gradient GEMMs read it directly); the recurrent dot then reads it back as stored.
 """
@@ -52,6 +75,7 @@ from .lstm_seq_fwd import (
     masked_if,
     mma,
     precision,
+    r_resident,
     step_time,
 )
 
@@ -75,6 +99,27 @@ def _rec_bwd(ab, s_an, rb, s_rr, s_rc, rn, mn, ru, mu, H, PREC: tl.constexpr,
     return acc
 
 
+@triton.jit
+def _load_r_bwd(rb, s_rr, s_rc, ru, mu, H, RES_K: tl.constexpr):
+    """R_RESIDENT: the [RES_K, BLOCK_U] slice R[d][:, units] (R[d] at rb), rows >= 4H and
+    units >= H zero: what _rec_bwd's K loop loads chunk by chunk, all at once."""
+    kk = tl.arange(0, RES_K)
+    return tl.load(rb + (kk * s_rr)[:, None] + (ru * s_rc)[None, :],
+                   mask=(kk < 4 * H)[:, None] & mu[None, :], other=0.0)
+
+
+@triton.jit
+def _rec_bwd_resident(ab, s_an, r_t, rn, mn, H, PREC: tl.constexpr, F32_DOT: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, RES_K: tl.constexpr):
+    """_rec_bwd against the resident R tile (_load_r_bwd): dA rows for the whole K extent, one
+    dot."""
+    kk = tl.arange(0, RES_K)
+    # written by other programs during this launch: bypass L1
+    av = tl.load(ab + rn[:, None] * s_an + kk[None, :], mask=mn[:, None] & (kk < 4 * H)[None, :],
+                 other=0.0, cache_modifier=".cg")
+    return mma(av, r_t, tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32), PREC, F32_DOT)
+
+
 @triton.jit(do_not_specialize=["T", "j0", "nj", "do_final"])
 def _bwd_seq_kernel(
         ds_ptr, z_ptr, c_ptr, r_ptr, c0_ptr, m_ptr, p_ptr, dcs_ptr, dhf_ptr, dcf_ptr,
@@ -88,7 +133,8 @@ def _bwd_seq_kernel(
         DCS: tl.constexpr, HAS_DHF: tl.constexpr, HAS_DCF: tl.constexpr,
         REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
-        BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr):
+        BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
+        R_RESIDENT: tl.constexpr, RES_K: tl.constexpr):
     p = tl.program_id(0)
     d = tl.program_id(1)
     P = tl.num_programs(0)
@@ -110,6 +156,8 @@ def _bwd_seq_kernel(
         p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
         p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
         p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+    if R_RESIDENT:  # the R slice, once for all the steps (and the final product) of this launch
+        r_t = _load_r_bwd(rb, s_rr, s_rc, ru, mu, H, RES_K)
 
     # the cell carry at the start of this launch: dc_final / zeros, or the last launch's
     if j0 == 0:
@@ -149,8 +197,12 @@ def _bwd_seq_kernel(
             else:
                 dh = ds
         else:
-            dh = _rec_bwd(da_ptr + tn * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu,
-                          H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+            if R_RESIDENT:
+                dh = _rec_bwd_resident(da_ptr + tn * s_dat + 4 * dH, s_dan, r_t, rn, mn, H,
+                                       PREC, F32_DOT, BLOCK_N, BLOCK_U, RES_K)
+            else:
+                dh = _rec_bwd(da_ptr + tn * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru,
+                              mu, H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
             if HAS_MASK:
                 dh = dh * m_next
             dh += ds
@@ -176,8 +228,12 @@ def _bwd_seq_kernel(
     tl.store(dc0_ptr + tile_dc0, dcc, mask=m2)
     if do_final != 0:
         t0 = step_time(0, T, d, REV, BIDIR)
-        dh = _rec_bwd(da_ptr + t0 * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu, H,
-                      PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+        if R_RESIDENT:
+            dh = _rec_bwd_resident(da_ptr + t0 * s_dat + 4 * dH, s_dan, r_t, rn, mn, H, PREC,
+                                   F32_DOT, BLOCK_N, BLOCK_U, RES_K)
+        else:
+            dh = _rec_bwd(da_ptr + t0 * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu,
+                          H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
         if HAS_MASK:
             dh = dh * tl.load(m_ptr + t0 * s_mt + tile_m, mask=m2, other=0.0).to(tl.float32)
         tl.store(dh0_ptr + rn[:, None] * s_dh0n + dH + ru[None, :], dh, mask=m2)
@@ -237,16 +293,19 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
                dc0.stride(0))
     half = R.dtype in (torch.float16, torch.bfloat16)
+    prec = precision(R.dtype, allow_tf32)
+    res_k = r_resident(H, tiling, R.dtype, prec, backward=True)
     meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
         zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
     meta.update(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                 DCS=dcell is not None, HAS_DHF=dh_final is not None,
                 HAS_DCF=dc_final is not None, REV=bool(reverse) and not bidirectional,
                 BIDIR=bool(bidirectional), SYNC=bool(sync),
-                PREC=precision(R.dtype, allow_tf32), F32_DOT=half and interpreting(),
+                PREC=prec, F32_DOT=half and interpreting(),
                 BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_bwd,
-                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE,
-                num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
+                RES_K=max(res_k, 16), num_warps=tiling.num_warps,
+                num_stages=tiling.num_stages)
     grid = (tiling.programs, D)
     if sync:
         _bwd_seq_kernel[grid](*args, T, N, H, 0, T, 1, *strides, **meta)

@@ -30,8 +30,22 @@ every step:
 
 Per step and program: BLOCK_N * 4 * BLOCK_U * H multiply-adds; from L2: h_prev rows
 (BLOCK_N * H * 4 bytes), the R slice (4 * BLOCK_U * H * R's element size: the barrier's acquire
-invalidates L1 every step, so R streams from L2; keeping it on chip is the next step for small H)
-and the tile's own xp / outputs.
+invalidates L1 every step, so R streams from L2; see R resident below) and the tile's own xp /
+outputs.
+
+R resident (opt-in, MPSGRAPH_LSTM_R_RESIDENT=1, read by the wrappers at every call; default off
+until measured): constexpr R_RESIDENT with RES_K = pow2(H) (>= 16). The program loads its four
+[RES_K, BLOCK_U] gate slices of R[d] (read transposed, rows >= H and units >= H masked to zero)
+ONCE before the time loop (`_load_r_fwd`), and a step's recurrent product is one tl.dot per gate
+of the h_prev rows (times the mask) over the whole K extent against them
+(`_rec_fwd_resident`): no K loop, no R traffic from L2 after the first step of a launch (with
+per-step launches, under the interpreter, the load happens per launch). Triton (sm_90, BLOCK_N
+= 16: mma.sync) keeps the resident tiles in shared memory and reads them with ldmatrix each
+step. Applies only where `r_resident`'s caps hold (shared memory for the tiles and registers
+for the step's [BLOCK_N, K] operand, by dot precision: never for "ieee"); elsewhere the flag
+changes nothing. The backward kernel has the same variant (lstm_seq_bwd.py). Dot operands,
+precisions and the interpreter's F32_DOT widening are those of the chunked path (the same
+`mma`); only the summation order over K differs.
 
 Grid barrier (`grid_barrier`, the pattern of cooperative groups' grid sync and of PyTorch
 Inductor's `x_grid_barrier`): an int32 counter per direction (128 bytes apart), zeroed by the
@@ -168,6 +182,41 @@ def _rec_fwd(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, rb, s_rr, s_rc, rn,
     return acc_i, acc_f, acc_z, acc_o
 
 
+@triton.jit
+def _load_r_fwd(rb, s_rr, s_rc, ru, mu, H, BI: tl.constexpr, BF: tl.constexpr,
+                BZ: tl.constexpr, BO: tl.constexpr, RES_K: tl.constexpr):
+    """R_RESIDENT: the four [RES_K, BLOCK_U] gate slices of R[d] (R[d] at rb) read transposed,
+    rows k >= H and units >= H zero: what _rec_fwd's K loop loads chunk by chunk, all at once."""
+    kk = tl.arange(0, RES_K)
+    rm = (kk < H)[:, None] & mu[None, :]
+    rk = rb + (kk * s_rc)[:, None]
+    return (tl.load(rk + ((BI * H + ru) * s_rr)[None, :], mask=rm, other=0.0),
+            tl.load(rk + ((BF * H + ru) * s_rr)[None, :], mask=rm, other=0.0),
+            tl.load(rk + ((BZ * H + ru) * s_rr)[None, :], mask=rm, other=0.0),
+            tl.load(rk + ((BO * H + ru) * s_rr)[None, :], mask=rm, other=0.0))
+
+
+@triton.jit
+def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, r_z, r_o, rn,
+                      mn, H, HAS_MASK: tl.constexpr, PREC: tl.constexpr,
+                      F32_DOT: tl.constexpr, RES_K: tl.constexpr):
+    """_rec_fwd against the resident R tiles (_load_r_fwd): h_prev rows (times the mask) for
+    the whole K extent, one dot per gate."""
+    kk = tl.arange(0, RES_K)
+    hm = mn[:, None] & (kk < H)[None, :]
+    # written by other programs during this launch: bypass L1
+    hv = tl.load(hb + rn[:, None] * s_hn + kk[None, :], mask=hm, other=0.0,
+                 cache_modifier=".cg").to(tl.float32)
+    if HAS_MASK:
+        hv = hv * tl.load(mb + rn[:, None] * s_mn + kk[None, :], mask=hm,
+                          other=0.0).to(tl.float32)
+    acc_i = mma(hv, r_i, acc_i, PREC, F32_DOT)
+    acc_f = mma(hv, r_f, acc_f, PREC, F32_DOT)
+    acc_z = mma(hv, r_z, acc_z, PREC, F32_DOT)
+    acc_o = mma(hv, r_o, acc_o, PREC, F32_DOT)
+    return acc_i, acc_f, acc_z, acc_o
+
+
 @triton.jit(do_not_specialize=["T", "k0", "nk"])
 def _fwd_seq_kernel(
         xp_ptr, r_ptr, h0_ptr, c0_ptr, m_ptr, p_ptr, z_ptr, c_ptr, h_ptr, cnt_ptr,
@@ -180,7 +229,8 @@ def _fwd_seq_kernel(
         HAS_MASK: tl.constexpr, PEEP: tl.constexpr, REV: tl.constexpr, BIDIR: tl.constexpr,
         SYNC: tl.constexpr, PREC: tl.constexpr, F32_DOT: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, BLOCK_K: tl.constexpr,
-        TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr):
+        TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr, R_RESIDENT: tl.constexpr,
+        RES_K: tl.constexpr):
     p = tl.program_id(0)
     d = tl.program_id(1)
     P = tl.num_programs(0)
@@ -201,6 +251,8 @@ def _fwd_seq_kernel(
         p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
         p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
         p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+    if R_RESIDENT:  # the R slice, once for all the steps of this launch
+        r_i, r_f, r_z, r_o = _load_r_fwd(rb, s_rr, s_rc, ru, mu, H, BI, BF, BZ, BO, RES_K)
 
     # c_prev of the first step of this launch: c0 / zeros, or the cell written by the last launch
     if k0 == 0:
@@ -220,14 +272,24 @@ def _fwd_seq_kernel(
         a_i, a_f, a_z, a_o = load_gates(xp_ptr + t * s_xt + tile_x, m2, H, BI, BF, BZ, BO)
         if k > 0:
             tq = step_time(k - 1, T, d, REV, BIDIR)
-            a_i, a_f, a_z, a_o = _rec_fwd(a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb,
-                                          s_mn, rb, s_rr, s_rc, rn, mn, ru, mu, H, BI, BF, BZ,
-                                          BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+            if R_RESIDENT:
+                a_i, a_f, a_z, a_o = _rec_fwd_resident(
+                    a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb, s_mn, r_i, r_f, r_z,
+                    r_o, rn, mn, H, HAS_MASK, PREC, F32_DOT, RES_K)
+            else:
+                a_i, a_f, a_z, a_o = _rec_fwd(
+                    a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb, s_mn, rb, s_rr, s_rc,
+                    rn, mn, ru, mu, H, BI, BF, BZ, BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
         else:
             if HAS_H0:
-                a_i, a_f, a_z, a_o = _rec_fwd(a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn,
-                                              rb, s_rr, s_rc, rn, mn, ru, mu, H, BI, BF, BZ,
-                                              BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+                if R_RESIDENT:
+                    a_i, a_f, a_z, a_o = _rec_fwd_resident(
+                        a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn, r_i, r_f, r_z, r_o,
+                        rn, mn, H, HAS_MASK, PREC, F32_DOT, RES_K)
+                else:
+                    a_i, a_f, a_z, a_o = _rec_fwd(
+                        a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn, rb, s_rr, s_rc, rn,
+                        mn, ru, mu, H, BI, BF, BZ, BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
         if PEEP:
             a_i += p_i * c
             a_f += p_f * c
@@ -316,7 +378,8 @@ def _model_us(N: int, H: int, D: int, bn: int, bu: int, elem: int, fp32_rate: in
 
 
 def _override(N: int, H: int, elem: int) -> Tiling | None:
-    """MPSGRAPH_LSTM_TILING="BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" (benchmarking)."""
+    """MPSGRAPH_LSTM_TILING="BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" (benchmarking). The other
+    knobs: MPSGRAPH_LSTM_FP32_DOT (`precision`), MPSGRAPH_LSTM_R_RESIDENT (`r_resident`)."""
     spec = os.environ.get("MPSGRAPH_LSTM_TILING", "").strip()
     if not spec:
         return None
@@ -416,7 +479,8 @@ def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     (hi*hi + hi*lo + lo*hi) accumulated in float32 - float32 accuracy (the dropped lo*lo term is
     below float32's rounding of the operands), measured on the H200 1.3x (H=256) to 2x (H=1024)
     faster than "ieee" (FMA, no tensor cores). MPSGRAPH_LSTM_FP32_DOT=ieee|tf32|tf32x3
-    overrides it. Ignored for the half types (their tensor-core dot is exact per product, fp32
+    overrides it (it also sets how large a resident R fits: MPSGRAPH_LSTM_R_RESIDENT,
+    `r_resident`). Ignored for the half types (their tensor-core dot is exact per product, fp32
     accumulation)."""
     if dtype != torch.float32:
         return "tf32"
@@ -424,6 +488,42 @@ def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     if forced and forced not in ("ieee", "tf32", "tf32x3"):
         raise ValueError(f"MPSGRAPH_LSTM_FP32_DOT={forced!r}: expected ieee, tf32 or tf32x3")
     return forced or ("tf32" if allow_tf32 else "tf32x3")
+
+
+# R_RESIDENT caps (MPSGRAPH_LSTM_R_RESIDENT=1), from ptxas for sm_90 (Triton 3.9, AOT compile;
+# the numbers are in lstm_seq_bwd's docstring). Triton keeps the resident tile in SHARED memory
+# (one local_alloc before the time loop) and reads it with ldmatrix at every step; with
+# BLOCK_N = 16 each warp holds the whole [BLOCK_N, K] operand (h_prev or dA rows) of a step in
+# registers, so two limits:
+# - the resident tile(s), 4 * pow2(H) * BLOCK_U elements forward and backward alike: <= 16384
+#   float32 / 32768 half = 64 KiB of shared memory (with BLOCK_U = 16: H <= 256 float32, 512
+#   half; with BLOCK_U = 32: H <= 128 / 256);
+# - the step's operand BLOCK_N * K (forward K = pow2(H), backward pow2(4H)), by dot precision:
+#   the half types and "tf32" <= 16384 (<= 255 registers, at most ~100 bytes of stack, like the
+#   chunked kernels); "tf32x3" <= 2048 (hi / lo copies of both operands: at 4096 ptxas spills
+#   KBs); "ieee" never (the FMA dot holds both operands in registers: spills KBs at 16x16, H=128).
+R_RESIDENT_MAX_TILE = {4: 16384, 2: 32768}
+R_RESIDENT_MAX_OPERAND = {"half": 16384, "tf32": 16384, "tf32x3": 2048, "ieee": 0}
+
+
+def r_resident(H: int, tiling: Tiling, dtype: torch.dtype, prec: str, backward: bool) -> int:
+    """The K extent (a power of two >= 16, tl.dot's minimum) of the resident R tiles when
+    MPSGRAPH_LSTM_R_RESIDENT=1 (read at every call) and they fit the caps above, else 0 (the
+    K-chunk loop). Forward K = pow2(H) (four [K, BLOCK_U] gate tiles), backward K = pow2(4H)
+    (one [K, BLOCK_U] tile); `prec` is `precision`'s answer. Default off: not measured yet
+    (benchmarks/lstm_sweep.py has the rows)."""
+    v = os.environ.get("MPSGRAPH_LSTM_R_RESIDENT", "").strip()
+    if v not in ("", "0", "1"):
+        raise ValueError(f"MPSGRAPH_LSTM_R_RESIDENT={v!r}: expected 0 or 1")
+    if v != "1":
+        return 0
+    K = max(16, _pow2(4 * H if backward else H))
+    half = dtype in (torch.float16, torch.bfloat16)
+    tile = K * tiling.block_u * (1 if backward else 4)
+    operand = tiling.block_n * K
+    fits = (tile <= R_RESIDENT_MAX_TILE[2 if half else 4]
+            and operand <= R_RESIDENT_MAX_OPERAND["half" if half else prec])
+    return K if fits else 0
 
 
 def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
@@ -465,6 +565,8 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     dummy = state
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     half = R.dtype in (torch.float16, torch.bfloat16)
+    prec = precision(R.dtype, allow_tf32)
+    res_k = r_resident(H, tiling, R.dtype, prec, backward=False)
     args = (xp, R, dummy if h0 is None else h0, dummy if c0 is None else c0,
             dummy if mask is None else mask, dummy if peephole is None else peephole,
             zstate, cell, state, cnt)
@@ -480,10 +582,11 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     meta.update(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
                 PEEP=peephole is not None, REV=bool(reverse) and not bidirectional,
                 BIDIR=bool(bidirectional), SYNC=bool(sync),
-                PREC=precision(R.dtype, allow_tf32), F32_DOT=half and interpreting(),
+                PREC=prec, F32_DOT=half and interpreting(),
                 BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_fwd,
-                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE,
-                num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
+                RES_K=max(res_k, 16), num_warps=tiling.num_warps,
+                num_stages=tiling.num_stages)
     grid = (tiling.programs, D)
     if sync:
         _fwd_seq_kernel[grid](*args, T, N, H, 0, T, *strides, **meta)
