@@ -23,9 +23,16 @@ float32: 127 / 227 / 203 us for forward / data gradient / weights gradient in NC
 or channels_last views in place (any padding, no F.pad copy), accumulate in float32 and write
 straight into a result of the user's layout and dtype (the weights gradient through a small
 float32 [splits, O, kH*kW] buffer of partial sums, summed by torch).
+
+NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
+the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
+HWIO). MPSGRAPH_TRITON_TRANSPOSE=1 does these transposes with the tiled Triton kernel of
+kernels/transpose.py instead of torch's strided copy (opt-in until measured on a GPU).
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import torch.nn.functional as F
@@ -50,15 +57,39 @@ def _user_data(y: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
     return y if y.is_contiguous() else y.contiguous()
 
 
+def _triton_transpose(t: torch.Tensor):
+    """kernels/transpose.py when MPSGRAPH_TRITON_TRANSPOSE=1 and it can run on `t`, else None
+    (torch's strided copy)."""
+    if (os.environ.get("MPSGRAPH_TRITON_TRANSPOSE") != "1" or not t.is_contiguous()
+            or t.dtype not in _DEPTHWISE_DTYPES or not _triton_available(t.device)):
+        return None
+    from .kernels import transpose
+
+    return transpose
+
+
 def _oihw(w: torch.Tensor, layout: L, data_layout: L) -> torch.Tensor:
     """Weights as OIHW in the memory format of the data: cuDNN runs an NHWC convolution only
     when the weights are channels_last too (O, kH, kW, I in memory); otherwise it converts the
-    activations. The weights are small, so this copy (when one is needed) is cheap."""
+    activations. HWIO weights of NHWC data are the one case that needs a copy (a transpose of
+    the [kH*kW*I, O] matrix they are in memory)."""
+    if layout == L.HWIO and data_layout == L.NHWC:
+        tr = _triton_transpose(w)
+        if tr is not None:
+            kh, kw, i, o = w.shape
+            return tr.transpose_2d(w.reshape(kh * kw * i, o)).view(o, kh, kw, i).permute(
+                0, 3, 1, 2)
     wc = w.permute(3, 2, 0, 1) if layout == L.HWIO else w
     return wc.contiguous(memory_format=_memory_format(data_layout))
 
 
 def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
+    if layout == L.HWIO and w.dtype == dtype:
+        ohwi = w.permute(0, 2, 3, 1)  # channels_last OIHW (NHWC data): a contiguous view
+        tr = _triton_transpose(ohwi)
+        if tr is not None:
+            o, kh, kw, i = ohwi.shape
+            return tr.transpose_2d(ohwi.reshape(o, kh * kw * i)).view(kh, kw, i, o)
     w = w.permute(2, 3, 1, 0) if layout == L.HWIO else w
     if w.dtype != dtype:
         w = w.to(dtype)

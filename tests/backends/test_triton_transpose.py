@@ -1,0 +1,79 @@
+"""The Triton 2-D transpose (kernels/transpose.py) against torch, and the NHWC/HWIO
+convolutions that use it (MPSGRAPH_TRITON_TRANSPOSE=1) against the default path. Outputs are
+NaN-poisoned first. On the CPU the kernel runs under TRITON_INTERPRET=1."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+if _set:  # the interpreter is chosen when the kernels are defined (at import)
+    os.environ["TRITON_INTERPRET"] = "1"
+try:
+    from mpsgraph.backends.torch.kernels import transpose  # noqa: E402
+finally:
+    if _set:
+        del os.environ["TRITON_INTERPRET"]
+
+import mpsgraph as mg  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (64, 64), (130, 70), (9 * 7, 33), (0, 4)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_transpose_matches_torch(shape, dtype):
+    g = torch.Generator().manual_seed(hash((shape, str(dtype))) % 2**31)
+    src = torch.randn(shape, generator=g).to(DEVICE, dtype)
+    out = torch.full((shape[1], shape[0]), float("nan"), dtype=dtype, device=DEVICE)
+    got = transpose.transpose_2d(src, out)
+    assert got is out
+    torch.testing.assert_close(got, src.t().contiguous(), rtol=0, atol=0)
+
+
+def test_transpose_rejects_non_contiguous():
+    with pytest.raises(ValueError, match="contiguous 2-D"):
+        transpose.transpose_2d(torch.zeros(4, 6, device=DEVICE).t())
+
+
+@pytest.mark.parametrize("k", [(3, 3), (1, 2)])
+def test_nhwc_hwio_convolutions_with_the_triton_transpose(monkeypatch, k):
+    """All three ops, NHWC data with HWIO weights, with and without the Triton transpose:
+    the same numbers, and the kernel really ran (forward/data gradient: the weights; weights
+    gradient: its result)."""
+    device = "cuda" if torch.cuda.is_available() else "torch-cpu"
+    if device == "torch-cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    calls = []
+    real = transpose.transpose_2d
+    monkeypatch.setattr(transpose, "transpose_2d",
+                        lambda *a, **kw: (calls.append(1), real(*a, **kw))[1])
+    rng = np.random.default_rng(7)
+    N, H, W, C, O = 2, 5, 6, 3, 4
+    d = mg.Convolution2DOpDescriptor(paddingStyle=mg.PaddingStyle.TF_SAME,
+                                     dataLayout=mg.TensorNamedDataLayout.NHWC,
+                                     weightsLayout=mg.TensorNamedDataLayout.HWIO)
+    g = mg.Graph()
+    x = g.placeholder([N, H, W, C], name="x")
+    w = g.placeholder([*k, C, O], name="w")
+    dy = g.placeholder([N, H, W, O], name="dy")
+    outs = [g.convolution2D(x, w, d),
+            g.convolution2DDataGradient(dy, w, [N, H, W, C], d),
+            g.convolution2DWeightsGradient(dy, x, [*k, C, O], d)]
+    feeds = {x: rng.standard_normal((N, H, W, C)).astype(np.float32),
+             w: rng.standard_normal((*k, C, O)).astype(np.float32),
+             dy: rng.standard_normal((N, H, W, O)).astype(np.float32)}
+    want = g.run(feeds, outs, device=device)
+    assert calls == []
+    monkeypatch.setenv("MPSGRAPH_TRITON_TRANSPOSE", "1")
+    got = g.run(feeds, outs, device=device)
+    assert len(calls) == 3
+    ref = g.run(feeds, outs)  # NumPy
+    for t in outs:
+        np.testing.assert_allclose(got[t].numpy(), want[t].numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got[t].numpy(), ref[t].numpy(), rtol=1e-5, atol=1e-5)
