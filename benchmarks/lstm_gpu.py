@@ -277,6 +277,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--precisions", default="float32,tf32,bfloat16")
+    ap.add_argument("--shapes", default=None,
+                    help="comma list of indices into the five shapes (default: all)")
+    ap.add_argument("--no-jax", action="store_true", help="skip the JAX column")
     args = ap.parse_args(argv)
     smoke = args.cpu_smoke
     if smoke:
@@ -288,11 +291,16 @@ def main(argv=None) -> int:
         dev, mdev, shapes, repeat = "cuda", mg.Device("cuda"), SHAPES, args.repeat or 20
     if args.quick:
         shapes = shapes[:1]
+    if args.shapes:
+        shapes = [shapes[int(i)] for i in args.shapes.split(",")]
     precisions = [p for p in args.precisions.split(",") if p]
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     warnings.filterwarnings("ignore", message="RNN module weights are not part of single")
     bench = G.Bench(dev, repeat, 3 if not smoke else 1)
     J = G.Jax(want_gpu=not smoke)
+    if args.no_jax:
+        J.jax = None
+        J.reason = "skipped (--no-jax)"
     info = G.machine_info(bench.cuda, J)
     print(f"# LSTM training step: {info.get('gpu') or 'CPU smoke'}; torch {info['torch']}, "
           f"cuDNN {info['cudnn']}, JAX {info['jax']}; median of {repeat}\n")
