@@ -27,6 +27,28 @@ class ArrayOps:
     contiguous: Callable[[Any], Any]
 
 
+# activation codes of LSTMAttrs.activations (MPSGraph's RNNActivation values)
+NONE, RELU, TANH, SIGMOID, HARD_SIGMOID = 0, 1, 2, 3, 4
+
+
+def step_order(T: int, rev: bool) -> range:
+    """The processing order of a direction's steps."""
+    return range(T - 1, -1, -1) if rev else range(T)
+
+
+def step_shift(T: int, rev: bool) -> tuple[slice, slice, int]:
+    """(consumer steps, producer steps, first step): step t in `consumer` reads the state of
+    step t' in `producer` as h_prev/c_prev; `first` reads h0/c0."""
+    if rev:
+        return slice(0, T - 1), slice(1, T), T - 1
+    return slice(1, T), slice(0, T - 1), 0
+
+
+def direction_part(a: Any, d: int, width: int) -> Any:
+    """Direction d's channels of an array whose last axis is [dir0 | dir1] (None stays None)."""
+    return None if a is None else a[..., d * width:(d + 1) * width]
+
+
 def gate_blocks(forget_gate_last: bool) -> tuple[int, int, int, int]:
     """Block index of gates (i, f, z, o) on the 4H axis."""
     return (0, 2, 1, 3) if forget_gate_last else (0, 1, 2, 3)

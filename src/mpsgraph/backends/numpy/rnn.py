@@ -72,15 +72,21 @@ from __future__ import annotations
 import numpy as np
 
 from .._lstm_glue import (
+    HARD_SIGMOID,
+    NONE,
+    RELU,
+    SIGMOID,
+    TANH,
     ArrayOps,
     block_activations,
     gate_blocks,
     lstm_gradients_kernel,
     lstm_kernel,
+    step_order,
+    step_shift,
 )
+from .._lstm_glue import direction_part as _part
 from . import kernel
-
-_NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
 
 __all__ = ["lstm_forward", "lstm_backward"]
 
@@ -99,21 +105,7 @@ def _cast(a, dtype):
     return None if a is None else np.asarray(a).astype(dtype, copy=False)
 
 
-def _order(T: int, rev: bool) -> range:
-    return range(T - 1, -1, -1) if rev else range(T)
 
-
-def _shift(T: int, rev: bool):
-    """(consumer steps, producer steps, first step): step t in `consumer` reads the state of
-    step t' in `producer` as h_prev/c_prev; `first` reads h0/c0."""
-    if rev:
-        return slice(0, T - 1), slice(1, T), T - 1
-    return slice(1, T), slice(0, T - 1), 0
-
-
-def _part(a, d: int, width: int):
-    """Direction d's channels of a tensor whose last axis is [dir0 | dir1]."""
-    return None if a is None else a[..., d * width:(d + 1) * width]
 
 
 def _expand(operand, shape):
@@ -136,16 +128,16 @@ def _transposed(R_d: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
 
 def _act_into(kind: int, src: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out = f(src) for an RNNActivation `kind` (out may be src)."""
-    if kind == _TANH:
+    if kind == TANH:
         np.tanh(src, out=out)
-    elif kind == _SIGMOID:
+    elif kind == SIGMOID:
         np.negative(src, out=out)
         np.exp(out, out=out)
         np.add(out, 1.0, out=out)
         np.reciprocal(out, out=out)
-    elif kind == _RELU:
+    elif kind == RELU:
         np.maximum(src, 0.0, out=out)
-    elif kind == _HARD_SIGMOID:
+    elif kind == HARD_SIGMOID:
         np.multiply(src, 0.2, out=out)
         np.add(out, 0.5, out=out)
         np.maximum(out, 0.0, out=out)
@@ -158,17 +150,17 @@ def _act_into(kind: int, src: np.ndarray, out: np.ndarray) -> np.ndarray:
 def _dact_into(kind: int, y: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out = f'(a) written from the output y = f(a) (SPEC 3.1); out may be y.
     heaviside keeps NaN (a NaN output gives a NaN derivative for every activation)."""
-    if kind == _TANH:
+    if kind == TANH:
         np.multiply(y, y, out=out)
         np.subtract(1.0, out, out=out)
-    elif kind == _SIGMOID:
+    elif kind == SIGMOID:
         if np.shares_memory(y, out):
             y = y.copy()
         np.subtract(1.0, y, out=out)
         np.multiply(out, y, out=out)
-    elif kind == _RELU:
+    elif kind == RELU:
         np.heaviside(y, 0.0, out=out)
-    elif kind == _HARD_SIGMOID:
+    elif kind == HARD_SIGMOID:
         inside_hi = np.heaviside(np.subtract(1.0, y), 0.0)      # y < 1
         np.heaviside(y, 0.0, out=out)                            # y > 0
         np.multiply(out, inside_hi, out=out)
@@ -186,7 +178,7 @@ def _gate_plan(blk_act: list[int], H: int, dtype: np.dtype):
     those blocks. `ops` is a list of (ufunc, column slice, operand) applied in order; operand
     None means a unary call. tanh and sigmoid blocks that touch share one tanh call.
     """
-    family = (_TANH, _SIGMOID)
+    family = (TANH, SIGMOID)
     ops: list[tuple] = []
     k = 0
     while k < 4:
@@ -197,25 +189,25 @@ def _gate_plan(blk_act: list[int], H: int, dtype: np.dtype):
         cols = slice(k * H, e * H)
         if act in family:
             ops.append((np.tanh, cols, None))
-            sig = [j for j in range(k, e) if blk_act[j] == _SIGMOID]
+            sig = [j for j in range(k, e) if blk_act[j] == SIGMOID]
             runs = [j for j in sig if j - 1 not in sig]            # starts of sigmoid runs
             if len(runs) == 1:
                 s = slice(sig[0] * H, (sig[-1] + 1) * H)
                 ops += [(np.multiply, s, 0.5), (np.add, s, 0.5)]
             elif runs:
-                sel = [blk_act[j] == _SIGMOID for j in range(k, e)]
+                sel = [blk_act[j] == SIGMOID for j in range(k, e)]
                 mul = np.repeat(np.where(sel, 0.5, 1.0).astype(dtype), H)
                 add = np.repeat(np.where(sel, 0.5, 0.0).astype(dtype), H)
                 ops += [(np.multiply, cols, mul), (np.add, cols, add)]
-        elif act == _RELU:
+        elif act == RELU:
             ops.append((np.maximum, cols, 0.0))
-        elif act == _HARD_SIGMOID:
+        elif act == HARD_SIGMOID:
             ops += [(np.multiply, cols, 0.2), (np.add, cols, 0.5),
                     (np.maximum, cols, 0.0), (np.minimum, cols, 1.0)]
         k = e
-    if _SIGMOID not in blk_act:
+    if SIGMOID not in blk_act:
         return None, ops
-    return np.repeat([0.5 if a == _SIGMOID else 1.0 for a in blk_act], H).astype(dtype), ops
+    return np.repeat([0.5 if a == SIGMOID else 1.0 for a in blk_act], H).astype(dtype), ops
 
 
 # ----------------------------------------------------------------------------------------------
@@ -297,7 +289,7 @@ def _forward_direction(*, zs, cell, state, RT, h0, c0, mask_seq, peephole, plan,
     ic = np.empty((N, H), dt)                       # i * z
     hm = None if mask_seq is None else np.empty((N, H), dt)
     pc = None if peephole is None else np.empty((N, 4, H), dt)
-    for t in _order(T, rev):
+    for t in step_order(T, rev):
         if hm is not None:
             np.matmul(np.multiply(h, mask_seq[t], out=hm), RT, out=a)
         else:
@@ -320,7 +312,7 @@ def _forward_direction(*, zs, cell, state, RT, h0, c0, mask_seq, peephole, plan,
         np.multiply(gf[t], c, out=ct)
         np.add(ct, np.multiply(gi[t], gz[t], out=ic), out=ct)
         ht = state[t]
-        if g_kind == _NONE:
+        if g_kind == NONE:
             np.multiply(ct, go[t], out=ht)
         else:
             np.multiply(_act_into(g_kind, ct, ht), go[t], out=ht)
@@ -402,14 +394,14 @@ def _backward_direction(*, dA, work, dstate, zs, cell, R, h0, c0, mask_seq, peep
     zs4 = zs.reshape(T, N, 4, H)
     gi, gf, gz, go = zs4[:, :, bi], zs4[:, :, bf], zs4[:, :, bz], zs4[:, :, bo]
     dA4 = dA.reshape(T, N, 4, H)
-    family = all(a in (_TANH, _SIGMOID) for a in blk_act)
+    family = all(a in (TANH, SIGMOID) for a in blk_act)
     if family:                            # f'(y) = (alpha - y) * y + beta on all four blocks
-        sig = np.repeat(np.array(blk_act) == _SIGMOID, H)
+        sig = np.repeat(np.array(blk_act) == SIGMOID, H)
         alpha = _expand(sig.astype(dt), (N, G))
         beta = None if sig.all() else _expand((~sig).astype(dt), (N, G))
     gs = _act_into(g_kind, cell, work)                      # g(c[t]) for all t
     step = 1 if rev else -1                                 # c_prev of step t is cell[t + step]
-    cons, prod, first = _shift(T, rev)
+    cons, prod, first = step_shift(T, rev)
     c_init = np.zeros((N, H), dt) if c0 is None else c0
 
     dh = np.empty((N, H), dt)
@@ -424,7 +416,7 @@ def _backward_direction(*, dA, work, dstate, zs, cell, R, h0, c0, mask_seq, peep
     dc_c = np.zeros((N, H), dt) if dc_final is None else dc_final.copy()
     pc = None if peephole is None else np.empty((N, 4, H), dt)
     psum = None if peephole is None else np.empty((N, H), dt)
-    for t in _order(T, not rev):                            # reverse of the processing order
+    for t in step_order(T, not rev):                            # reverse of the processing order
         zt, dat, gc = zs[t], dA[t], gs[t]
         c_prev = c_init if t == first else cell[t + step]
         np.add(dstate[t], dh_c, out=dh)

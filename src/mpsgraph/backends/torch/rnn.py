@@ -42,16 +42,21 @@ import os
 import torch
 
 from .._lstm_glue import (
+    HARD_SIGMOID,
+    RELU,
+    SIGMOID,
+    TANH,
     ArrayOps,
     block_activations,
     gate_blocks,
     lstm_gradients_kernel,
     lstm_kernel,
+    step_order,
+    step_shift,
 )
+from .._lstm_glue import direction_part as _part
 from . import kernel
 from .kernels import available as _triton_available
-
-_NONE, _RELU, _TANH, _SIGMOID, _HARD_SIGMOID = 0, 1, 2, 3, 4
 
 __all__ = ["lstm_forward", "lstm_backward"]
 
@@ -81,15 +86,6 @@ def _runs(blk_act: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
-def _order(T: int, rev: bool) -> range:
-    return range(T - 1, -1, -1) if rev else range(T)
-
-
-def _shift(T: int, rev: bool):
-    """(consumer steps, producer steps, first step): see the NumPy kernel."""
-    if rev:
-        return slice(0, T - 1), slice(1, T), T - 1
-    return slice(1, T), slice(0, T - 1), 0
 
 
 _PATHS = ("persistent", "step", "torch")
@@ -142,31 +138,28 @@ def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H
                              allow_tf32=_allow_tf32())
 
 
-def _part(a, d: int, width: int):
-    return None if a is None else a[..., d * width:(d + 1) * width]
-
 
 def _act(kind: int, a: torch.Tensor) -> torch.Tensor:
-    if kind == _TANH:
+    if kind == TANH:
         return torch.tanh(a)
-    if kind == _SIGMOID:
+    if kind == SIGMOID:
         return torch.sigmoid(a)
-    if kind == _RELU:
+    if kind == RELU:
         return torch.relu(a)
-    if kind == _HARD_SIGMOID:
+    if kind == HARD_SIGMOID:
         return torch.clamp(a * 0.2 + 0.5, 0.0, 1.0)
     return a
 
 
 def _dact(kind: int, y: torch.Tensor) -> torch.Tensor:
     """f'(a) written from y = f(a); a NaN output gives a NaN derivative for every activation."""
-    if kind == _TANH:
+    if kind == TANH:
         return 1.0 - y * y
-    if kind == _SIGMOID:
+    if kind == SIGMOID:
         return y * (1.0 - y)
-    if kind == _RELU:
+    if kind == RELU:
         return torch.where(torch.isnan(y), y, (y > 0).to(y.dtype))
-    if kind == _HARD_SIGMOID:
+    if kind == HARD_SIGMOID:
         return torch.where(torch.isnan(y), y, ((y > 0) & (y < 1)).to(y.dtype) * 0.2)
     return y * 0.0 + 1.0
 
@@ -232,7 +225,7 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
         p = None if peephole is None else peephole[d].reshape(4, H).contiguous()
         h = torch.zeros((N, H), dtype=dt, device=dev) if h0 is None else _part(h0, d, H)
         c = torch.zeros((N, H), dtype=dt, device=dev) if c0 is None else _part(c0, d, H)
-        for t in _order(T, (d == 1) if bidirectional else reverse):
+        for t in step_order(T, (d == 1) if bidirectional else reverse):
             hin = h if md is None else h * md[t]
             a = torch.addmm(xd[t], hin, RT)
             if fused is not None:  # gate math, cell and state update in one launch
@@ -256,6 +249,24 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
 # ----------------------------------------------------------------------------------------------
 # backward
 # ----------------------------------------------------------------------------------------------
+
+
+def _gradients(dA, x, W, dR, dp, dh0, dc0, *, need_b: bool, need_h0: bool, need_c0: bool,
+               db_dtype: torch.dtype | None = None) -> dict:
+    """The gradients lstm_backward returns, given dL/da of every step (dA [T, N, D*4H]), dR,
+    dp [D, 4, H] and the initial-state carries: db, dW and dx are one reduction / GEMM over
+    all steps (db accumulated in `db_dtype`, default dA's)."""
+    T, N, DG = dA.shape
+    dA2 = dA.reshape(T * N, DG)
+    db = dA2.sum(dim=0, dtype=db_dtype) if need_b else None
+    if W is not None:
+        dW = dA2.t() @ x.reshape(T * N, x.shape[2])
+        dx = (dA2 @ W).reshape(x.shape)
+    else:
+        dW, dx = None, dA
+    return {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
+            "peephole": None if dp is None else dp.reshape(dp.shape[0], DG // dp.shape[0]),
+            "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
 
 
 def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, mask=None,
@@ -311,13 +322,13 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
             dgs = _dact(g_kind, gs)
             fp = _dgates(zd, runs, H)                          # f'(gates) for all t
         step = 1 if rev else -1
-        cons, prod, first = _shift(T, rev)
+        cons, prod, first = step_shift(T, rev)
         c_init = zero if c0 is None else _part(c0, d, H)
         dh_c = zero if dh_final is None else _part(dh_final, d, H)
         dc_c = zero if dc_final is None else _part(dc_final, d, H)
         dc_bufs = (torch.empty((N, H), dtype=dt, device=dev),
                    torch.empty((N, H), dtype=dt, device=dev))
-        for k, t in enumerate(_order(T, not rev)):             # reverse of processing order
+        for k, t in enumerate(step_order(T, not rev)):             # reverse of processing order
             c_prev = c_init if t == first else cd[t + step]
             dh = dsd[t] + dh_c
             if fused is not None:  # the gate derivatives and the cell carry in one launch
@@ -364,16 +375,8 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
             dp[d] = torch.einsum("tnkh,tnh->kh", dA4[cons], cd[prod])
             if c0 is not None:
                 dp[d] += torch.einsum("nkh,nh->kh", dA4[first], _part(c0, d, H))
-    dA2 = dA.reshape(T * N, D * G)
-    db = dA2.sum(dim=0) if need_b else None
-    if W is not None:
-        dW = dA2.t() @ x.reshape(T * N, x.shape[2])
-        dx = (dA2 @ W).reshape(x.shape)
-    else:
-        dW, dx = None, dA
-    out = {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
-           "peephole": None if dp is None else dp.reshape(D, G),
-           "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
+    out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
+                     need_c0=need_c0)
     if dt != in_dtype:
         out = {k: None if v is None else v.to(in_dtype) for k, v in out.items()}
     return out
@@ -450,7 +453,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     dR = torch.empty((D, G, H), dtype=dt, device=dev)
     dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
     for d in range(D):
-        cons, prod, first = _shift(T, (d == 1) if bidirectional else reverse)
+        cons, prod, first = step_shift(T, (d == 1) if bidirectional else reverse)
         cd = _part(cell, d, H)
         dAd = _part(dA, d, G)
         # h_prev * m of every step, in float32, then one GEMM in the input dtype
@@ -466,16 +469,8 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
             cp[cons] = cd[prod]
             cp[first] = 0.0 if c0 is None else _part(c0, d, H)
             dp[d] = torch.einsum("tnkh,tnh->kh", dAd.reshape(T, N, 4, H).to(f32), cp)
-    dA2 = dA.reshape(T * N, D * G)
-    db = dA2.sum(dim=0, dtype=f32) if need_b else None
-    if W is not None:
-        dW = dA2.t() @ x.reshape(T * N, x.shape[2])
-        dx = (dA2 @ W).reshape(x.shape)
-    else:
-        dW, dx = None, dA
-    out = {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
-           "peephole": None if dp is None else dp.reshape(D, G),
-           "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
+    out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
+                     need_c0=need_c0, db_dtype=f32)
     return {k: None if v is None else v.to(dt) for k, v in out.items()}
 
 
