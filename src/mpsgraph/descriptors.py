@@ -10,6 +10,7 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,18 @@ def _check_enum(op: str, name: str | None, prop: str, value: object, enum: type[
     if is_int and int(value) in enum._value2member_map_:
         given = repr(enum(int(value)))
     raise op_error(DescriptorError, op, f"{argument}.{prop}", expected, given, name)
+
+
+def _check_style_and_layout(d: Any, op: str, name: str | None, argument: str) -> None:
+    """paddingStyle and dataLayout of a convolution or pooling descriptor (checked in place)."""
+    P, L = PaddingStyle, TensorNamedDataLayout
+    d.paddingStyle = _check_enum(
+        op, name, "paddingStyle", d.paddingStyle, P,
+        (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
+        "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
+        "applies only to stencil ops)", argument)
+    d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
+                               "TensorNamedDataLayout.NCHW or NHWC", argument)
 
 
 class _ExplicitPadding:
@@ -92,14 +105,8 @@ class Convolution2DOpDescriptor(_ExplicitPadding):
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
         for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
-        P, L = PaddingStyle, TensorNamedDataLayout
-        d.paddingStyle = _check_enum(
-            op, name, "paddingStyle", d.paddingStyle, P,
-            (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
-            "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
-            "applies only to stencil ops)", argument)
-        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
-                                   "TensorNamedDataLayout.NCHW or NHWC", argument)
+        _check_style_and_layout(d, op, name, argument)
+        L = TensorNamedDataLayout
         d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
                                       (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
                                       argument)
@@ -210,14 +217,7 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
                 raise op_error(DescriptorError, op, f"{argument}.{prop}", "a bool",
                                repr(v) if isinstance(v, str) else v, name)
             setattr(d, prop, bool(v))
-        P, L = PaddingStyle, TensorNamedDataLayout
-        d.paddingStyle = _check_enum(
-            op, name, "paddingStyle", d.paddingStyle, P,
-            (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
-            "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER (explicitOffset "
-            "applies only to stencil ops)", argument)
-        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
-                                   "TensorNamedDataLayout.NCHW or NHWC", argument)
+        _check_style_and_layout(d, op, name, argument)
         v = d.returnIndicesMode
         if (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
                 or not 0 <= v <= 8):
