@@ -460,20 +460,16 @@ class Executable:
                 for s in self._target_slots]
         if not commit:
             return outs
-        if self._vars and hasattr(be, "assign_variables"):
-            # assigns write into the storage: results that view it are copied first, and the
-            # assigned values are resolved before any storage changes (SPEC 1.6: reads see
-            # the start-of-run values; the commit is at the end)
+        if self._vars:
+            # the backend commits the assigns (the torch backend writes into the storage:
+            # results that view it are copied first, and the assigned values are resolved
+            # before any storage changes; SPEC 1.6: reads see the start-of-run values)
             storages = [self._variable_value(op) for _, op in self._vars]
             outs = be.unalias(outs, storages)
             key = self.device.key
             be.assign_variables(
                 [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
                  for op, s in self._assigns], storages)
-        else:
-            for op, s in self._assigns:
-                self.graph._variable_storage[op.inputs[0].operation][self.device.key] = \
-                    be.copy(slots[s])
         return outs
 
     def _variable_value(self, op: Operation) -> Any:

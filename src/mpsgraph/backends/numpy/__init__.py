@@ -81,6 +81,20 @@ class Backend:
         out.flags.writeable = False
         return out
 
+    # variables: an assign replaces the storage with a read-only copy (no CUDA graph reads
+    # addresses here), so no result can ever view a storage that changes
+    assigns_in_place = False
+
+    @staticmethod
+    def unalias(outs: list[Any], storages: list[np.ndarray]) -> list[Any]:
+        return outs
+
+    def assign_variables(self, assigns: list[tuple[dict[str, Any], str, np.ndarray]],
+                         storages: list[np.ndarray]) -> None:
+        """Commit (variable store, device key, value) in order."""
+        for store, key, value in assigns:
+            store[key] = self.copy(value)
+
     def convert_feed(self, value: Any, st: ShapedType, name: str) -> np.ndarray:
         if isinstance(value, TensorData):
             arr = value.numpy()
