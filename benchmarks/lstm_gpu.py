@@ -165,7 +165,8 @@ def graph_of_ours(bench, compile_fn, inputs, **opts) -> G.Cell:
     return G.measure(bench, g.replay, "ours graph", batch=G.GRAPH_BATCH)
 
 
-def row(bench, J, shape, precision: str, mdev, peephole=False, mask=False) -> dict:
+def row(bench, J, shape, precision: str, mdev, peephole=False, mask=False,
+        step=True) -> dict:
     T, N, I, H, bi = shape
     dtname, tf32 = PRECISIONS[precision]
     case = Case(T, N, I, H, bi, dtname, bench.device, peephole, mask=mask)
@@ -213,11 +214,12 @@ def row(bench, J, shape, precision: str, mdev, peephole=False, mask=False) -> di
     cells["ours"].method = way
     if bench.cuda:
         cells["ours_graph"] = graph_of_ours(bench, compile_fn, inputs, **opts)
-        os.environ["MPSGRAPH_LSTM_KERNEL"] = "step"
-        try:
-            cells["ours_step"] = graph_of_ours(bench, compile_fn, inputs, **opts)
-        finally:
-            del os.environ["MPSGRAPH_LSTM_KERNEL"]
+        if step:
+            os.environ["MPSGRAPH_LSTM_KERNEL"] = "step"
+            try:
+                cells["ours_step"] = graph_of_ours(bench, compile_fn, inputs, **opts)
+            finally:
+                del os.environ["MPSGRAPH_LSTM_KERNEL"]
     if J.ok and not peephole:
         try:
             timed, call = jax_step(J, case, precision)
@@ -280,6 +282,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=None,
                     help="comma list of indices into the five shapes (default: all)")
     ap.add_argument("--no-jax", action="store_true", help="skip the JAX column")
+    ap.add_argument("--no-step", action="store_true", help="skip the step-path column")
     args = ap.parse_args(argv)
     smoke = args.cpu_smoke
     if smoke:
@@ -310,9 +313,10 @@ def main(argv=None) -> int:
         for p in precisions:
             if smoke and p == "tf32":
                 continue
-            rows.append(row(bench, J, shape, p, mdev))
+            rows.append(row(bench, J, shape, p, mdev, step=not args.no_step))
             if i == 0:
-                rows.append(row(bench, J, shape, p, mdev, peephole=True, mask=True))
+                rows.append(row(bench, J, shape, p, mdev, peephole=True, mask=True,
+                                step=not args.no_step))
             for r in rows[-2 if i == 0 else -1:]:  # as it goes: a cut-off run keeps its rows
                 cs = r["cells"]
                 print("  row: " + r["name"] + " | " + " | ".join(

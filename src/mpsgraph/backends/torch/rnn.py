@@ -30,9 +30,9 @@ In all of them:
 float32 recurrent dots in the persistent kernels honour torch.backends.cuda.matmul.allow_tf32
 (which the executable sets for allow_tf32=True): "tf32", else "tf32x3" (float32 accuracy on the
 tensor cores). For benchmarking, MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the
-persistent kernels' tiling and float32 dot precision, and MPSGRAPH_LSTM_R_RESIDENT=1 makes them
-load their slice of R once, before the time loop, where it fits (off by default: not measured
-yet) (kernels/lstm_seq_fwd.py: `plan`, `precision`).
+persistent kernels' tiling and float32 dot precision, and MPSGRAPH_LSTM_R_RESIDENT=0 stops them
+loading their slice of R once, before the time loop, where it fits (the default, measured
+faster) (kernels/lstm_seq_fwd.py: `plan`, `precision`, `r_resident`).
 """
 
 from __future__ import annotations
@@ -427,7 +427,8 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     """lstm_backward through the persistent recurrence kernel, which writes dA (in the input
     dtype), dh0 and dc0 (float32); then the weight gradients are one GEMM each over all steps,
     in the input dtype (fp32 accumulation): dR[d] = dA_d^T @ (h_prev * m) with h_prev of every
-    step (h0 / zeros at the first), dW = dA^T @ x, dx = dA @ W; db and dp reduce in float32."""
+    step (h0 / zeros at the first), dW = dA^T @ x, dx = dA @ W; db reduces in float32, the
+    peephole gradient comes from the kernel (float32)."""
     from .kernels import lstm_seq_bwd
 
     dt = x.dtype
@@ -444,14 +445,15 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     dA = torch.empty((T, N, D * G), dtype=dt, device=dev)
     dh0 = torch.empty((N, D * H), dtype=f32, device=dev)
     dc0 = torch.empty((N, D * H), dtype=f32, device=dev)
+    # the peephole gradient is summed in the kernel (float32 dA, c_prev in registers)
+    dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
     ran = lstm_seq_bwd.backward_sequence(
         dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
         dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
-        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling)
+        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling, dpeep=dp)
     assert ran, "persistent LSTM backward: planned but not run"
 
     dR = torch.empty((D, G, H), dtype=dt, device=dev)
-    dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
     for d in range(D):
         cons, prod, first = step_shift(T, (d == 1) if bidirectional else reverse)
         cd = _part(cell, d, H)
@@ -464,11 +466,6 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
         if mask_seq is not None:
             hp *= _part(mask_seq, d, H)
         dR[d] = dAd.reshape(T * N, G).t() @ hp.to(dt).reshape(T * N, H)
-        if dp is not None:
-            cp = torch.empty((T, N, H), dtype=f32, device=dev)
-            cp[cons] = cd[prod]
-            cp[first] = 0.0 if c0 is None else _part(c0, d, H)
-            dp[d] = torch.einsum("tnkh,tnh->kh", dAd.reshape(T, N, 4, H).to(f32), cp)
     out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
                      need_c0=need_c0, db_dtype=f32)
     return {k: None if v is None else v.to(dt) for k, v in out.items()}

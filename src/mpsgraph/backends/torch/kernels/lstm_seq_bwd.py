@@ -30,7 +30,7 @@ One launch per step (SYNC=False) carries dc through the dc0 buffer ([N, D*H] flo
 the start of a launch, written at its end), and the final dh0 product is then its own launch
 (j0 = T, nj = 0, do_final = 1), because it needs every program's dA of the last step.
 
-R resident (opt-in, MPSGRAPH_LSTM_R_RESIDENT=1; lstm_seq_fwd.py's docstring and `r_resident`):
+R resident (the default where it fits; lstm_seq_fwd.py's docstring and `r_resident`):
 constexpr R_RESIDENT with RES_K = pow2(4H): the [RES_K, BLOCK_U] slice R[d][:, units] (rows
 >= 4H and units >= H masked to zero) is loaded once per launch before the step loop
 (`_load_r_bwd`) and every dh product, the final dh0 one included, is ONE tl.dot of the dA rows
@@ -75,6 +75,7 @@ from .lstm_seq_fwd import (
     masked_if,
     mma,
     precision,
+    prefetch,
     r_resident,
     step_time,
 )
@@ -120,13 +121,53 @@ def _rec_bwd_resident(ab, s_an, r_t, rn, mn, H, PREC: tl.constexpr, F32_DOT: tl.
     return mma(av, r_t, tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32), PREC, F32_DOT)
 
 
+@triton.jit
+def _add(a, b):
+    # for tl.reduce: tl.sum is a @jit function of Triton's standard library, which the
+    # interpreter runs only when TRITON_INTERPRET=1 was set before triton itself was imported
+    return a + b
+
+
+@triton.jit
+def _step_inputs(j, ok, T, d, ds_ptr, z_ptr, c_ptr, c0_ptr, dcs_ptr, m_ptr, s_dst, s_dsn, s_zt,
+                 s_ct, s_c0n, s_dcst, s_dcsn, s_mt, rn, ru, m2, tile_c, tile_z, tile_m, dH, H,
+                 BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+                 HAS_C0: tl.constexpr, DCS: tl.constexpr, HAS_MASK: tl.constexpr,
+                 REV: tl.constexpr, BIDIR: tl.constexpr):
+    """The read-only inputs of backward step j, as float32 tiles (zeros where `ok` is false):
+    dstate[t], the gates of zState[t], cell[t], c_prev (cell[t_prev], or c0 at the first
+    step), dcell[t] and the mask of t_next (when present)."""
+    m = masked_if(m2, ok)
+    k = T - 1 - j  # the forward processing index of this step
+    t = step_time(k, T, d, REV, BIDIR)
+    tq = step_time(k - 1, T, d, REV, BIDIR)  # the steps before / after t (when they exist)
+    tn = step_time(k + 1, T, d, REV, BIDIR)
+    ds = tl.load(ds_ptr + t * s_dst + rn[:, None] * s_dsn + dH + ru[None, :], mask=m,
+                 other=0.0).to(tl.float32)
+    g_i, g_f, g_z, g_o = load_gates(z_ptr + t * s_zt + tile_z, m, H, BI, BF, BZ, BO)
+    c = tl.load(c_ptr + t * s_ct + tile_c, mask=m, other=0.0).to(tl.float32)
+    cp = tl.load(c_ptr + tq * s_ct + tile_c, mask=masked_if(m, k > 0), other=0.0).to(tl.float32)
+    if HAS_C0:
+        cp += tl.load(c0_ptr + rn[:, None] * s_c0n + dH + ru[None, :],
+                      mask=masked_if(m, k == 0), other=0.0).to(tl.float32)
+    dcs = ds  # a placeholder when absent (never read)
+    if DCS:
+        dcs = tl.load(dcs_ptr + t * s_dcst + rn[:, None] * s_dcsn + dH + ru[None, :], mask=m,
+                      other=0.0).to(tl.float32)
+    m_next = ds  # a placeholder when absent (never read)
+    if HAS_MASK:
+        m_next = tl.load(m_ptr + tn * s_mt + tile_m, mask=masked_if(m, k < T - 1),
+                         other=0.0).to(tl.float32)
+    return ds, g_i, g_f, g_z, g_o, c, cp, dcs, m_next
+
+
 @triton.jit(do_not_specialize=["T", "j0", "nj", "do_final"])
 def _bwd_seq_kernel(
         ds_ptr, z_ptr, c_ptr, r_ptr, c0_ptr, m_ptr, p_ptr, dcs_ptr, dhf_ptr, dcf_ptr,
-        da_ptr, dh0_ptr, dc0_ptr, cnt_ptr,
+        da_ptr, dh0_ptr, dc0_ptr, cnt_ptr, dp_ptr,
         T, N, H, j0, nj, do_final,
         s_dst, s_dsn, s_zt, s_zn, s_ct, s_cn, s_rd, s_rr, s_rc, s_c0n, s_mt, s_mn,
-        s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n,
+        s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n, s_dpt,
         BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
         AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
         AG: tl.constexpr, HAS_C0: tl.constexpr, HAS_MASK: tl.constexpr, PEEP: tl.constexpr,
@@ -134,7 +175,8 @@ def _bwd_seq_kernel(
         REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
-        R_RESIDENT: tl.constexpr, RES_K: tl.constexpr):
+        R_RESIDENT: tl.constexpr, RES_K: tl.constexpr, PREFETCH: tl.constexpr,
+        DP: tl.constexpr):
     p = tl.program_id(0)
     d = tl.program_id(1)
     P = tl.num_programs(0)
@@ -169,27 +211,33 @@ def _bwd_seq_kernel(
     else:
         dcc = tl.load(dc0_ptr + tile_dc0, mask=m2, other=0.0)
 
+    if DP:  # the peephole gradient of this tile's units: sum over its rows and steps
+        dp_i = tl.full((BLOCK_U,), 0.0, tl.float32)
+        dp_f = tl.full((BLOCK_U,), 0.0, tl.float32)
+        dp_z = tl.full((BLOCK_U,), 0.0, tl.float32)
+        dp_o = tl.full((BLOCK_U,), 0.0, tl.float32)
+    if PREFETCH:  # the read-only inputs of the first step; each step then loads the next
+        # step's before its recurrent product, so that no step waits for them after the barrier
+        n_ds, n_gi, n_gf, n_gz, n_go, n_c, n_cp, n_dcs, n_mn = _step_inputs(
+            j0, nj > 0, T, d, ds_ptr, z_ptr, c_ptr, c0_ptr, dcs_ptr, m_ptr, s_dst, s_dsn, s_zt,
+            s_ct, s_c0n, s_dcst, s_dcsn, s_mt, rn, ru, m2, tile_c, tile_z, tile_m, dH, H, BI,
+            BF, BZ, BO, HAS_C0, DCS, HAS_MASK, REV, BIDIR)
     for j in range(j0, j0 + nj):
         k = T - 1 - j  # the forward processing index of this step
         t = step_time(k, T, d, REV, BIDIR)
-        tq = step_time(k - 1, T, d, REV, BIDIR)  # the steps before / after t (when they exist)
         tn = step_time(k + 1, T, d, REV, BIDIR)
-        # this step's inputs first: their loads are in flight with dA[t_next]'s
-        ds = tl.load(ds_ptr + t * s_dst + rn[:, None] * s_dsn + dH + ru[None, :], mask=m2,
-                     other=0.0).to(tl.float32)
-        g_i, g_f, g_z, g_o = load_gates(z_ptr + t * s_zt + tile_z, m2, H, BI, BF, BZ, BO)
-        c = tl.load(c_ptr + t * s_ct + tile_c, mask=m2, other=0.0).to(tl.float32)
-        cp = tl.load(c_ptr + tq * s_ct + tile_c, mask=masked_if(m2, k > 0),
-                     other=0.0).to(tl.float32)
-        if HAS_C0:
-            cp += tl.load(c0_ptr + rn[:, None] * s_c0n + dH + ru[None, :],
-                          mask=masked_if(m2, k == 0), other=0.0).to(tl.float32)
-        if DCS:
-            dcs = tl.load(dcs_ptr + t * s_dcst + rn[:, None] * s_dcsn + dH + ru[None, :],
-                          mask=m2, other=0.0).to(tl.float32)
-        if HAS_MASK:
-            m_next = tl.load(m_ptr + tn * s_mt + tile_m, mask=masked_if(m2, k < T - 1),
-                             other=0.0).to(tl.float32)
+        if PREFETCH:
+            ds, g_i, g_f, g_z, g_o, c, cp, dcs, m_next = (n_ds, n_gi, n_gf, n_gz, n_go, n_c,
+                                                          n_cp, n_dcs, n_mn)
+            n_ds, n_gi, n_gf, n_gz, n_go, n_c, n_cp, n_dcs, n_mn = _step_inputs(
+                j + 1, j < j0 + nj - 1, T, d, ds_ptr, z_ptr, c_ptr, c0_ptr, dcs_ptr, m_ptr,
+                s_dst, s_dsn, s_zt, s_ct, s_c0n, s_dcst, s_dcsn, s_mt, rn, ru, m2, tile_c,
+                tile_z, tile_m, dH, H, BI, BF, BZ, BO, HAS_C0, DCS, HAS_MASK, REV, BIDIR)
+        else:  # this step's inputs first: their loads are in flight with dA[t_next]'s
+            ds, g_i, g_f, g_z, g_o, c, cp, dcs, m_next = _step_inputs(
+                j, nj > 0, T, d, ds_ptr, z_ptr, c_ptr, c0_ptr, dcs_ptr, m_ptr, s_dst, s_dsn, s_zt,
+                s_ct, s_c0n, s_dcst, s_dcsn, s_mt, rn, ru, m2, tile_c, tile_z, tile_m, dH, H,
+                BI, BF, BZ, BO, HAS_C0, DCS, HAS_MASK, REV, BIDIR)
         if j == 0:
             if HAS_DHF:
                 dh = ds + tl.load(dhf_ptr + rn[:, None] * s_dhfn + dH + ru[None, :], mask=m2,
@@ -222,10 +270,21 @@ def _bwd_seq_kernel(
         dcc = dc * g_f
         if PEEP:
             dcc += da_i * p_i + da_f * p_f + da_z * p_z + da_o * p_o
+        if DP:
+            dp_i += tl.reduce(da_i * cp, 0, _add)
+            dp_f += tl.reduce(da_f * cp, 0, _add)
+            dp_z += tl.reduce(da_z * cp, 0, _add)
+            dp_o += tl.reduce(da_o * cp, 0, _add)
         if SYNC:  # all of dA[t] before the next step (or the final product)
             grid_barrier(cnt_ptr + d * CNT_STRIDE, P * (j - j0 + 1))
 
     tl.store(dc0_ptr + tile_dc0, dcc, mask=m2)
+    if DP:  # added to this launch's predecessors' (only this program writes these entries)
+        pd = dp_ptr + (p // TILES_U) * s_dpt + 4 * dH + ru
+        tl.store(pd + BI * H, tl.load(pd + BI * H, mask=mu) + dp_i, mask=mu)
+        tl.store(pd + BF * H, tl.load(pd + BF * H, mask=mu) + dp_f, mask=mu)
+        tl.store(pd + BZ * H, tl.load(pd + BZ * H, mask=mu) + dp_z, mask=mu)
+        tl.store(pd + BO * H, tl.load(pd + BO * H, mask=mu) + dp_o, mask=mu)
     if do_final != 0:
         t0 = step_time(0, T, d, REV, BIDIR)
         if R_RESIDENT:
@@ -246,7 +305,8 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                       dA: torch.Tensor, dh0: torch.Tensor, dc0: torch.Tensor, *,
                       reverse: bool, bidirectional: bool, blocks: tuple[int, int, int, int],
                       activations: tuple[int, int, int, int, int], allow_tf32: bool = False,
-                      tiling: Tiling | None = None, sync: bool | None = None) -> bool:
+                      tiling: Tiling | None = None, sync: bool | None = None,
+                      dpeep: torch.Tensor | None = None) -> bool:
     """The LSTM backward recurrence over all steps and directions (module docstring). Shapes
     (D = 2 when bidirectional else 1; a unit stride on every last axis, other strides free):
 
@@ -258,7 +318,10 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
       (dL/dcell per step) or None; dh_final, dc_final [N, D*H] (dL/d of the final state /
       cell) or None;
     - outputs: dA [T, N, D*4H] (dL/da per step, written in its dtype), dh0 and dc0 [N, D*H]
-      (float32: dL/dh0 after the mask, dL/dc0).
+      (float32: dL/dh0 after the mask, dL/dc0); dpeep [D, 4H] float32 or None: the peephole
+      gradient sum_t sum_n dA[t] * c_prev (per gate block of the 4H axis), accumulated in the
+      kernel from the float32 dA (each program sums its rows and steps per unit; the
+      per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order).
 
     Returns False (nothing written) when `plan` finds no tiling; sync as forward_sequence."""
     T, N = zstate.shape[0], zstate.shape[1]
@@ -282,16 +345,18 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     dm = dc0
+    dpp = None if dpeep is None else torch.zeros((tiling.tiles_n, D, 4 * H),
+                                                 dtype=torch.float32, device=dev)
     args = (dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
             dm if peephole is None else peephole, dm if dcell is None else dcell,
             dm if dh_final is None else dh_final, dm if dc_final is None else dc_final,
-            dA, dh0, dc0, cnt)
+            dA, dh0, dc0, cnt, dm if dpp is None else dpp)
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
     strides = (dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
                cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2),
                st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
                st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
-               dc0.stride(0))
+               dc0.stride(0), 0 if dpp is None else dpp.stride(0))
     half = R.dtype in (torch.float16, torch.bfloat16)
     prec = precision(R.dtype, allow_tf32)
     res_k = r_resident(H, tiling, R.dtype, prec, backward=True)
@@ -304,7 +369,8 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                 PREC=prec, F32_DOT=half and interpreting(),
                 BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_bwd,
                 TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
-                RES_K=max(res_k, 16), num_warps=tiling.num_warps,
+                RES_K=max(res_k, 16), PREFETCH=prefetch(), DP=dpp is not None,
+                num_warps=tiling.num_warps,
                 num_stages=tiling.num_stages)
     grid = (tiling.programs, D)
     if sync:
@@ -313,4 +379,6 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
         for j in range(T):
             _bwd_seq_kernel[grid](*args, T, N, H, j, 1, 0, *strides, **meta)
         _bwd_seq_kernel[grid](*args, T, N, H, T, 0, 1, *strides, **meta)
+    if dpeep is not None:
+        torch.sum(dpp, dim=0, out=dpeep.view(D, 4 * H))
     return True

@@ -33,19 +33,19 @@ Per step and program: BLOCK_N * 4 * BLOCK_U * H multiply-adds; from L2: h_prev r
 invalidates L1 every step, so R streams from L2; see R resident below) and the tile's own xp /
 outputs.
 
-R resident (opt-in, MPSGRAPH_LSTM_R_RESIDENT=1, read by the wrappers at every call; default off
-until measured): constexpr R_RESIDENT with RES_K = pow2(H) (>= 16). The program loads its four
-[RES_K, BLOCK_U] gate slices of R[d] (read transposed, rows >= H and units >= H masked to zero)
-ONCE before the time loop (`_load_r_fwd`), and a step's recurrent product is one tl.dot per gate
-of the h_prev rows (times the mask) over the whole K extent against them
-(`_rec_fwd_resident`): no K loop, no R traffic from L2 after the first step of a launch (with
-per-step launches, under the interpreter, the load happens per launch). Triton (sm_90, BLOCK_N
-= 16: mma.sync) keeps the resident tiles in shared memory and reads them with ldmatrix each
-step. Applies only where `r_resident`'s caps hold (shared memory for the tiles and registers
-for the step's [BLOCK_N, K] operand, by dot precision: never for "ieee"); elsewhere the flag
-changes nothing. The backward kernel has the same variant (lstm_seq_bwd.py). Dot operands,
-precisions and the interpreter's F32_DOT widening are those of the chunked path (the same
-`mma`); only the summation order over K differs.
+R resident (the default where `r_resident`'s caps hold; MPSGRAPH_LSTM_R_RESIDENT=0, read by the
+wrappers at every call, turns it off): constexpr R_RESIDENT with RES_K = pow2(H) (>= 16). The
+program loads its four [RES_K, BLOCK_U] gate slices of R[d] (read transposed, rows >= H and
+units >= H masked to zero) ONCE before the time loop (`_load_r_fwd`), and a step's recurrent
+product is one tl.dot per gate of the h_prev rows (times the mask) over the whole K extent
+against them (`_rec_fwd_resident`): no K loop, no R traffic from L2 after the first step of a
+launch (with per-step launches, under the interpreter, the load happens per launch). Triton
+(sm_90, BLOCK_N = 16: mma.sync) keeps the resident tiles in shared memory and reads them with
+ldmatrix each step. Applies only where `r_resident`'s caps hold (shared memory for the tiles and
+registers for the step's [BLOCK_N, K] operand, by dot precision: never for "ieee"); elsewhere
+the flag changes nothing. The backward kernel has the same variant (lstm_seq_bwd.py). Dot
+operands, precisions and the interpreter's F32_DOT widening are those of the chunked path (the
+same `mma`); only the summation order over K differs.
 
 Grid barrier (`grid_barrier`, the pattern of cooperative groups' grid sync and of PyTorch
 Inductor's `x_grid_barrier`): an int32 counter per direction (128 bytes apart), zeroed by the
@@ -99,14 +99,28 @@ _CNT_STRIDE = 32  # int32 counters 128 bytes apart (one per direction)
 
 
 @triton.jit
-def grid_barrier(cnt_ptr, target):
-    """Wait until the counter at cnt_ptr reaches `target` after adding this program's 1."""
+def grid_arrive(cnt_ptr):
+    """Add this program's 1 to the counter at cnt_ptr, after every store issued so far by any
+    of its threads (the release fence waits for them: issue the stores nobody waits for after
+    this call)."""
     tl.debug_barrier()  # the stores of every thread of this program come first
     tl.atomic_add(cnt_ptr, 1, sem="release")
+
+
+@triton.jit
+def grid_wait(cnt_ptr, target):
+    """Spin until the counter at cnt_ptr reaches `target`."""
     cur = tl.atomic_add(cnt_ptr, 0, sem="acquire")
     while cur < target:
         cur = tl.atomic_add(cnt_ptr, 0, sem="acquire")
     tl.debug_barrier()
+
+
+@triton.jit
+def grid_barrier(cnt_ptr, target):
+    """Wait until the counter at cnt_ptr reaches `target` after adding this program's 1."""
+    grid_arrive(cnt_ptr)
+    grid_wait(cnt_ptr, target)
 
 
 @triton.jit
@@ -219,10 +233,10 @@ def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, 
 
 @triton.jit(do_not_specialize=["T", "k0", "nk"])
 def _fwd_seq_kernel(
-        xp_ptr, r_ptr, h0_ptr, c0_ptr, m_ptr, p_ptr, z_ptr, c_ptr, h_ptr, cnt_ptr,
+        xp_ptr, r_ptr, h0_ptr, c0_ptr, m_ptr, p_ptr, z_ptr, c_ptr, h_ptr, cnt_ptr, hm_ptr,
         T, N, H, k0, nk,
         s_xt, s_xn, s_rd, s_rr, s_rc, s_h0n, s_c0n, s_mt, s_mn,
-        s_zt, s_zn, s_ct, s_cn, s_ht, s_hn,
+        s_zt, s_zn, s_ct, s_cn, s_ht, s_hn, s_hmt, s_hmn,
         BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
         AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
         AG: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr,
@@ -230,7 +244,7 @@ def _fwd_seq_kernel(
         SYNC: tl.constexpr, PREC: tl.constexpr, F32_DOT: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, BLOCK_K: tl.constexpr,
         TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr, R_RESIDENT: tl.constexpr,
-        RES_K: tl.constexpr):
+        RES_K: tl.constexpr, PREFETCH: tl.constexpr):
     p = tl.program_id(0)
     d = tl.program_id(1)
     P = tl.num_programs(0)
@@ -265,21 +279,41 @@ def _fwd_seq_kernel(
         tq = step_time(k0 - 1, T, d, REV, BIDIR)
         c = tl.load(c_ptr + tq * s_ct + tile_c, mask=m2, other=0.0).to(tl.float32)
 
+    if PREFETCH:  # xp of the first step; each step then loads the next step's before its own
+        # recurrent product, so that no step waits for xp (read from HBM) after the barrier
+        x_i, x_f, x_z, x_o = load_gates(
+            xp_ptr + step_time(k0, T, d, REV, BIDIR) * s_xt + tile_x, m2, H, BI, BF, BZ, BO)
     for k in range(k0, k0 + nk):
         t = step_time(k, T, d, REV, BIDIR)
         mb = m_ptr + t * s_mt + dH
-        # the accumulators start at xp[t] (its loads are in flight with h_prev's)
-        a_i, a_f, a_z, a_o = load_gates(xp_ptr + t * s_xt + tile_x, m2, H, BI, BF, BZ, BO)
+        # the accumulators start at xp[t]
+        if PREFETCH:
+            a_i, a_f, a_z, a_o = x_i, x_f, x_z, x_o
+            x_i, x_f, x_z, x_o = load_gates(
+                xp_ptr + step_time(k + 1, T, d, REV, BIDIR) * s_xt + tile_x,
+                masked_if(m2, k < k0 + nk - 1), H, BI, BF, BZ, BO)
+        else:
+            a_i, a_f, a_z, a_o = load_gates(xp_ptr + t * s_xt + tile_x, m2, H, BI, BF, BZ, BO)
+        if HAS_MASK:  # the next step's mask, for the h * m this step hands over
+            m_nx = tl.load(m_ptr + step_time(k + 1, T, d, REV, BIDIR) * s_mt + dH
+                           + rn[:, None] * s_mn + ru[None, :], mask=masked_if(m2, k < T - 1),
+                           other=0.0).to(tl.float32)
         if k > 0:
             tq = step_time(k - 1, T, d, REV, BIDIR)
+            if HAS_MASK:  # h[t_prev] * m[t], written by its producers: one operand to load
+                hb = hm_ptr + tq * s_hmt + dH
+                s_hb = s_hmn
+            else:
+                hb = h_ptr + tq * s_ht + dH
+                s_hb = s_hn
             if R_RESIDENT:
                 a_i, a_f, a_z, a_o = _rec_fwd_resident(
-                    a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb, s_mn, r_i, r_f, r_z,
-                    r_o, rn, mn, H, HAS_MASK, PREC, F32_DOT, RES_K)
+                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, r_i, r_f, r_z, r_o, rn, mn, H,
+                    False, PREC, F32_DOT, RES_K)
             else:
                 a_i, a_f, a_z, a_o = _rec_fwd(
-                    a_i, a_f, a_z, a_o, h_ptr + tq * s_ht + dH, s_hn, mb, s_mn, rb, s_rr, s_rc,
-                    rn, mn, ru, mu, H, BI, BF, BZ, BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, rb, s_rr, s_rc, rn, mn, ru, mu, H,
+                    BI, BF, BZ, BO, False, PREC, F32_DOT, BLOCK_K)
         else:
             if HAS_H0:
                 if R_RESIDENT:
@@ -301,16 +335,25 @@ def _fwd_seq_kernel(
         g_o = _act(a_o, AO)
         c = g_f * c + g_i * g_z
         h = g_o * _act(c, AG)
+        tl.store(h_ptr + t * s_ht + tile_h, h, mask=m2)
+        if HAS_MASK:  # (zeros after the last step)
+            tl.store(hm_ptr + t * s_hmt + rn[:, None] * s_hmn + dH + ru[None, :], h * m_nx,
+                     mask=m2)
+        last = k == k0 + nk - 1
+        if SYNC:  # all of h[t] before the next step: arrive after the h store only
+            if not last:
+                grid_arrive(cnt_ptr + d * CNT_STRIDE)
+        # zState and cell are read by no program of this launch: stored while the barrier
+        # completes (the release fence above does not wait for them)
         zb = z_ptr + t * s_zt + tile_z
         tl.store(zb + BI * H, g_i, mask=m2)
         tl.store(zb + BF * H, g_f, mask=m2)
         tl.store(zb + BZ * H, g_z, mask=m2)
         tl.store(zb + BO * H, g_o, mask=m2)
         tl.store(c_ptr + t * s_ct + tile_c, c, mask=m2)
-        tl.store(h_ptr + t * s_ht + tile_h, h, mask=m2)
         if SYNC:
-            if k < k0 + nk - 1:  # all of h[t] before the next step
-                grid_barrier(cnt_ptr + d * CNT_STRIDE, P * (k - k0 + 1))
+            if not last:
+                grid_wait(cnt_ptr + d * CNT_STRIDE, P * (k - k0 + 1))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -400,9 +443,20 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
     P * D <= max_programs (default: the CUDA device's multiprocessor count; unbounded on other
     devices, where the kernels run one launch per step). Candidates: BLOCK_N, BLOCK_U in
     {16, 32, 64} (tl.dot's minimum is 16; N and H are padded with masks), BLOCK_N * BLOCK_U <=
-    4096 (four float32 accumulators per program); the one with the lowest `_model_us` wins
-    (ties: fewer programs). Deadlock risks the caller accepts with SYNC launches: another kernel
-    holding SMs for the whole run (a concurrent persistent kernel), or an SM budget smaller than
+    4096 (four float32 accumulators per program). The choice, by regime:
+
+    - N <= 64 (latency-bound: a step's work is tiny next to its dependent round trips), a
+      measured rule (H200, `benchmarks/lstm_sweep.py`; the cost model below had the order
+      wrong at every such shape measured): most kernels with R resident (`r_resident`, forward
+      and backward), then the narrowest BLOCK_N, then the fewest programs, with BLOCK_U <= 32
+      (64 measured slower at every shape). E.g. (N=64, H=256): 16x32 bf16 (1.01 ms vs 1.05 for
+      16x16), 16x16 TF32 (both kernels resident: 1.58 vs 2.00), 16x32 float32 (2.81 vs 3.07);
+      (N=8, H=128) 16x32 (0.64 ms vs 0.89 float32); (N=64, H=1024) 16x32 (3.97 ms vs 4.33 bf16).
+    - N > 64: the lowest `_model_us` (ties: fewer programs), which picked the best measured
+      tiling at (N=256, H=512) float32 (64x16: 28.4 ms vs 38.4 for 32x32).
+
+    Deadlock risks the caller accepts with SYNC launches: another kernel holding SMs for the
+    whole run (a concurrent persistent kernel), or an SM budget smaller than
     multi_processor_count (MPS active-thread percentage, green contexts)."""
     if N <= 0 or H <= 0 or D not in (1, 2):
         return None
@@ -415,6 +469,7 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
             return None
         return forced
     fp32_rate = 512 if allow_tf32 else 170  # tf32x3: three TF32 products per product
+    prec = precision(dtype, allow_tf32)
     best = None
     for bn in (16, 32, 64):
         if bn > 16 and bn >= 2 * _pow2(N):
@@ -426,7 +481,14 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
             if max_programs is not None and P * D > max_programs:
                 continue
             est = _model_us(N, H, D, bn, bu, elem, fp32_rate)
-            key = (round(est, 3), P)
+            if N <= 64:
+                if bu > 32:
+                    continue
+                til = _tiling(N, H, bn, bu, elem)
+                res = sum(r_resident(H, til, dtype, prec, b) > 0 for b in (False, True))
+                key = (-res, bn, P)
+            else:
+                key = (round(est, 3), P)
             if best is None or key < best[0]:
                 best = (key, bn, bu, est)
     if best is None:
@@ -473,6 +535,17 @@ def _unit(t: torch.Tensor | None) -> torch.Tensor | None:
     return t.contiguous()
 
 
+def prefetch() -> bool:
+    """Whether the persistent kernels load each step's read-only inputs (forward: xp; backward:
+    dstate, zState, cell, dcell, mask) one step ahead, in the step before (default), instead of
+    at the start of the step that uses them. MPSGRAPH_LSTM_PREFETCH=0 turns it off (read at
+    every call; for measuring)."""
+    v = os.environ.get("MPSGRAPH_LSTM_PREFETCH", "").strip()
+    if v not in ("", "0", "1"):
+        raise ValueError(f"MPSGRAPH_LSTM_PREFETCH={v!r}: expected 0 or 1")
+    return v != "0"
+
+
 def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     """tl.dot's input_precision: for float32 "tf32" with allow_tf32, else "tf32x3": each
     operand split into a TF32 high part and a TF32 remainder, three tensor-core products
@@ -490,7 +563,7 @@ def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     return forced or ("tf32" if allow_tf32 else "tf32x3")
 
 
-# R_RESIDENT caps (MPSGRAPH_LSTM_R_RESIDENT=1), from ptxas for sm_90 (Triton 3.9, AOT compile;
+# R_RESIDENT caps, from ptxas for sm_90 (Triton 3.9, AOT compile;
 # the numbers are in lstm_seq_bwd's docstring). Triton keeps the resident tile in SHARED memory
 # (one local_alloc before the time loop) and reads it with ldmatrix at every step; with
 # BLOCK_N = 16 each warp holds the whole [BLOCK_N, K] operand (h_prev or dA rows) of a step in
@@ -507,15 +580,16 @@ R_RESIDENT_MAX_OPERAND = {"half": 16384, "tf32": 16384, "tf32x3": 2048, "ieee": 
 
 
 def r_resident(H: int, tiling: Tiling, dtype: torch.dtype, prec: str, backward: bool) -> int:
-    """The K extent (a power of two >= 16, tl.dot's minimum) of the resident R tiles when
-    MPSGRAPH_LSTM_R_RESIDENT=1 (read at every call) and they fit the caps above, else 0 (the
-    K-chunk loop). Forward K = pow2(H) (four [K, BLOCK_U] gate tiles), backward K = pow2(4H)
-    (one [K, BLOCK_U] tile); `prec` is `precision`'s answer. Default off: not measured yet
-    (benchmarks/lstm_sweep.py has the rows)."""
+    """The K extent (a power of two >= 16, tl.dot's minimum) of the resident R tiles when they
+    fit the caps above, else 0 (the K-chunk loop). Forward K = pow2(H) (four [K, BLOCK_U] gate
+    tiles), backward K = pow2(4H) (one [K, BLOCK_U] tile); `prec` is `precision`'s answer. On
+    by default: measured on the H200 (benchmarks/lstm_sweep.py --resident, LSTM_DESIGNS.md)
+    13-31% faster per training step in bf16 and TF32 and up to 29% in float32 where the caps
+    let it run; MPSGRAPH_LSTM_R_RESIDENT=0 turns it off (read at every call)."""
     v = os.environ.get("MPSGRAPH_LSTM_R_RESIDENT", "").strip()
     if v not in ("", "0", "1"):
         raise ValueError(f"MPSGRAPH_LSTM_R_RESIDENT={v!r}: expected 0 or 1")
-    if v != "1":
+    if v == "0":
         return 0
     K = max(16, _pow2(4 * H if backward else H))
     half = dtype in (torch.float16, torch.bfloat16)
@@ -564,17 +638,20 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
         peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
     dummy = state
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
+    # mask at the producer: h[t] * m[t_next] of every step, the operand of the next product
+    hm = None if mask is None else torch.empty((T, N, D * H), dtype=state.dtype, device=dev)
     half = R.dtype in (torch.float16, torch.bfloat16)
     prec = precision(R.dtype, allow_tf32)
     res_k = r_resident(H, tiling, R.dtype, prec, backward=False)
     args = (xp, R, dummy if h0 is None else h0, dummy if c0 is None else c0,
             dummy if mask is None else mask, dummy if peephole is None else peephole,
-            zstate, cell, state, cnt)
+            zstate, cell, state, cnt, dummy if hm is None else hm)
     strides = (xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2),
                0 if h0 is None else h0.stride(0), 0 if c0 is None else c0.stride(0),
                0 if mask is None else mask.stride(0), 0 if mask is None else mask.stride(1),
                zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1),
-               state.stride(0), state.stride(1))
+               state.stride(0), state.stride(1), 0 if hm is None else hm.stride(0),
+               0 if hm is None else hm.stride(1))
     for s in (state, cell, zstate):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
@@ -585,7 +662,7 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
                 PREC=prec, F32_DOT=half and interpreting(),
                 BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_fwd,
                 TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
-                RES_K=max(res_k, 16), num_warps=tiling.num_warps,
+                RES_K=max(res_k, 16), PREFETCH=prefetch(), num_warps=tiling.num_warps,
                 num_stages=tiling.num_stages)
     grid = (tiling.programs, D)
     if sync:
