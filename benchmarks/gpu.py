@@ -588,7 +588,11 @@ class LSTMCase:
             self.shapes["peephole"] = [2, 4 * H] if bi else [4 * H]
         self.shapes.update(initState=[N, D * H], initCell=[N, D * H], dstate=[T, N, D * H])
         gen = torch.Generator().manual_seed(seed)
-        self.vals = {k: (torch.randn(v, generator=gen) * (1.0 if k == "dstate" else 0.1))
+        # weights ~ N(0, 1/H) (the scale of the usual uniform(+-1/sqrt(H)) init): with 0.1 at
+        # H = 1024 the recurrence is chaotic (a 1e-7 perturbation grows 1000x over 100 steps),
+        # so TF32 / bf16 results of two correct implementations part ways and cannot verify
+        scale = {"dstate": 1.0, "recurrentWeight": H ** -0.5, "inputWeight": H ** -0.5}
+        self.vals = {k: (torch.randn(v, generator=gen) * scale.get(k, 0.1))
                      .to(device=device, dtype=self.tdt) for k, v in self.shapes.items()}
         self.flops = lstm_flops(T, N, I, H, D)
 
