@@ -17,15 +17,21 @@ the post-activation gates of zState[t], c_prev = cell[t_prev] (c0 / zeros at the
 The weight gradients, dx, db and the peephole gradient are large GEMMs / reductions over dA
 done by the caller (backends/torch/rnn.py).
 
-Design (see lstm_seq_fwd.py for the grid barrier, co-residency and the interpreter mode):
-grid (P, D), program p owns BLOCK_N batch rows x BLOCK_U hidden units of its direction. A step
-loads its read-only inputs first (dstate, zState, cell[t], cell[t_prev], dcell, mask[t_next]:
-in flight together with dA[t_next]), then one [BLOCK_N, 4H] x [4H, BLOCK_U] tl.dot over BLOCK_K
-chunks (dA[t_next] rows against the columns `units` of R[d], i.e. R read untransposed), the
-gate-derivative math of the tile, the store of its part of dA[t], then a grid barrier: the next
-step needs all of dA[t]. The cell carry stays in registers. dA rows written during the launch
-are loaded with ".cg". Per step and program: BLOCK_N * BLOCK_U * 4H multiply-adds, dA rows
-(BLOCK_N * 4H elements) and the R slice (4H * BLOCK_U) from L2.
+Design (see lstm_seq_fwd.py for the grid barrier, co-residency and the interpreter mode): grid
+(P, D), program p owns BLOCK_N batch rows x BLOCK_U hidden units of its direction. A step's
+read-only inputs (dstate, zState, cell[t], cell[t_prev], dcell, mask[t_next]: `_step_inputs`)
+were loaded by the previous step (PREFETCH, the default, as in the forward; with
+MPSGRAPH_LSTM_PREFETCH=0 they are loaded first, in flight together with dA[t_next]), then one
+[BLOCK_N, 4H] x [4H, BLOCK_U] tl.dot over BLOCK_K chunks (dA[t_next] rows against the columns
+`units` of R[d], i.e. R read untransposed), the gate-derivative math of the tile, the store of
+its part of dA[t], then a grid barrier: the next step needs all of dA[t]. The cell carry stays
+in registers. dA rows written during the launch are loaded with ".cg". Per step and program:
+BLOCK_N * BLOCK_U * 4H multiply-adds, dA rows (BLOCK_N * 4H elements) and the R slice (4H *
+BLOCK_U) from L2 (none with R resident).
+Peephole gradient (DP, when the caller passes `dpeep`): each program sums dA_k * c_prev over its
+rows and steps per unit in float32 registers and adds the sums to its row tile's partials
+[tiles_n, D, 4H] at the end of the launch (only that program writes them: no atomics); the
+wrapper adds the row tiles' partials in a fixed order (deterministic).
 One launch per step (SYNC=False) carries dc through the dc0 buffer ([N, D*H] float32, read at
 the start of a launch, written at its end), and the final dh0 product is then its own launch
 (j0 = T, nj = 0, do_final = 1), because it needs every program's dA of the last step.
