@@ -234,6 +234,24 @@ def test_kernels_float32_one_launch(case):
     _kernel_check(case, torch.float32, 1e-5, True)
 
 
+@pytest.mark.parametrize("case", [CASES[0], ONE_PROGRAM[0]], ids=str)
+def test_without_prefetch(case, monkeypatch):
+    # MPSGRAPH_LSTM_PREFETCH=0: each step loads its own read-only inputs (mask, peephole, c0,
+    # dcell: every input `_step_inputs` reads), per step and in one persistent launch
+    monkeypatch.setenv("MPSGRAPH_LSTM_PREFETCH", "0")
+    _kernel_check(case, torch.float32, 1e-5, True if case.tile else None)
+
+
+def test_prefetch_env(monkeypatch):
+    monkeypatch.delenv("MPSGRAPH_LSTM_PREFETCH", raising=False)
+    assert lstm_seq_fwd.prefetch()
+    monkeypatch.setenv("MPSGRAPH_LSTM_PREFETCH", "0")
+    assert not lstm_seq_fwd.prefetch()
+    monkeypatch.setenv("MPSGRAPH_LSTM_PREFETCH", "no")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_PREFETCH"):
+        lstm_seq_fwd.prefetch()
+
+
 def test_interpreter_refuses_a_persistent_grid():
     if not lstm_seq_fwd.interpreting():
         pytest.skip("the kernels run compiled")
