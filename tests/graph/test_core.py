@@ -532,3 +532,26 @@ def test_cuda_graph_calibration_keeps_the_faster_way():
     assert ways == ["eager_timed", "graph"] * 5
     assert len(syncs) == 2 * ex._Calibration.TIMED and c.decided == "eager"
     assert c.way() == "eager"
+
+
+def test_auto_replay_falls_back_to_op_by_op_when_the_capture_fails():
+    """The automatic mode (runtime/executable._AutoReplay): alternates op by op / replay while
+    calibrating; a replay that raises (a failed capture) means op by op from then on."""
+    from mpsgraph.runtime import executable as ex
+
+    calls = []
+
+    def eager(feeds):
+        calls.append("eager")
+        return ["e"]
+
+    def replayer(feeds, bindable):
+        calls.append("graph")
+        raise RuntimeError("capture failed")
+
+    auto = ex._AutoReplay(replayer, eager, ex._Calibration(lambda: None))
+    assert auto([1]) == ["e"]  # run 0: op by op (timed)
+    assert auto([1]) == ["e"]  # run 1: the replay fails, op by op answers
+    assert calls == ["eager", "graph", "eager"] and auto.calibration.decided == "eager"
+    calls.clear()
+    assert [auto([1]) for _ in range(3)] == [["e"]] * 3 and calls == ["eager"] * 3

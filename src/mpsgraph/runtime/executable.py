@@ -125,6 +125,31 @@ class _Calibration:
             self.decided = "graph" if g <= e else "eager"
 
 
+class _AutoReplay:
+    """The automatic CUDA-graph mode (compile's default on CUDA where a graph is safe): runs a
+    plan by replaying `replayer` (the backend's GraphReplayer) or op by op (`eager`), as
+    `calibration` decides; a failed capture means op by op from then on. Called like the
+    replayer: (feeds, bindable) -> results."""
+
+    def __init__(self, replayer: Any, eager: Any, calibration: _Calibration):
+        self.replayer, self.eager, self.calibration = replayer, eager, calibration
+
+    def __call__(self, feeds: list[Any], bindable: bool = False) -> list[Any]:
+        calib = self.calibration
+        way = calib.way()
+        if way == "eager":
+            return self.eager(feeds)
+        if way == "eager_timed":
+            with calib.timing("eager"):
+                return self.eager(feeds)
+        try:  # falls back to op by op if capture fails
+            with calib.timing("graph"):
+                return self.replayer(feeds, bindable)
+        except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
+            calib.decided = "eager"
+            return self.eager(feeds)
+
+
 class _Timer:
     def __init__(self, calib: _Calibration, way: str):
         self.c, self.w = calib, way
@@ -278,25 +303,7 @@ class Executable:
                     return self._execute(feeds)
             return self._execute(feeds)
 
-        calib = _Calibration(self._backend.synchronize)
-
-        def auto(feeds: list[Any], bindable: bool = False) -> list[Any]:
-            way = calib.way()
-            if way == "eager":
-                return eager(feeds)
-            if way == "eager_timed":
-                with calib.timing("eager"):
-                    return eager(feeds)
-            try:  # falls back to op by op if capture fails
-                with calib.timing("graph"):
-                    return replay(feeds, bindable)
-            except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
-                calib.decided = "eager"
-                return eager(feeds)
-
-        auto.calibration = calib  # type: ignore[attr-defined]
-        auto.replayer = replay  # type: ignore[attr-defined]
-        self._replay = auto
+        self._replay = _AutoReplay(replay, eager, _Calibration(self._backend.synchronize))
 
     # ------------------------------------------------------------------ planning
     def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:
@@ -429,7 +436,9 @@ class Executable:
         be = self._backend
         feeds = [be.convert_feed(value, st, name)
                  for (_, st, name), value in zip(self._feed_info, inputs)]
-        replay = getattr(self._replay, "replayer", self._replay)
+        replay = self._replay
+        if isinstance(replay, _AutoReplay):
+            replay = replay.replayer
         return replay.graph_for(feeds)
 
     def _execute(self, feeds: list[Any], commit: bool = True) -> list[Any]:
