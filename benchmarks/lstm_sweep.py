@@ -9,9 +9,10 @@ the input projection, the recurrence, the weight-gradient GEMMs) captured in a C
 device-only: 10 replays queued per sample, median of 15. The environment variables of
 backends/torch/rnn.py select what runs: MPSGRAPH_LSTM_KERNEL (persistent | step | torch),
 MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels),
-MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3) and MPSGRAPH_LSTM_R_RESIDENT=1 (the persistent
-kernels load their R slice once per launch where `lstm_seq_fwd.r_resident`'s caps hold; the
-"R res" rows). "us/step" = (forward + backward) / (2T); "plan" shows the tiling and, with
+MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3), MPSGRAPH_LSTM_R_RESIDENT (1, the default: the
+persistent kernels load their R slice once per launch where `lstm_seq_fwd.r_resident`'s caps
+hold; 0: the K-chunk loop, the "chunked" rows) and MPSGRAPH_LSTM_PREFETCH (0 turns the next-step
+input prefetch off). "us/step" = (forward + backward) / (2T); "plan" shows the tiling and, with
 R_RESIDENT, the resident K extents of the forward / backward ("-": that kernel runs the K-chunk
 loop). Only the R_RESIDENT rows: ``python3 benchmarks/lstm_sweep.py --resident``.
 Results and what they led to: benchmarks/RESULTS.md and benchmarks/LSTM_DESIGNS.md.
@@ -100,7 +101,7 @@ def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=F
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
         pl = lstm_seq_fwd.plan(N, H, 1, DEV, dt, allow_tf32=tf32)
         tiling = f"{pl.block_n}x{pl.block_u} P={pl.programs}" if pl else "-"
-        if pl and os.environ.get("MPSGRAPH_LSTM_R_RESIDENT") == "1":
+        if pl and os.environ.get("MPSGRAPH_LSTM_R_RESIDENT") != "0":
             prec = lstm_seq_fwd.precision(dt, tf32)
             ks = [lstm_seq_fwd.r_resident(H, pl, dt, prec, b) or "-" for b in (False, True)]
             tiling += f" R res K={ks[0]}/{ks[1]}"
@@ -128,7 +129,7 @@ def resident_rows(T: int, N: int, H: int, dt: torch.dtype) -> None:
                  {"MPSGRAPH_LSTM_FP32_DOT": "tf32", "MPSGRAPH_LSTM_TILING": "16,32"}]
     for extra in envs:
         env = {"MPSGRAPH_LSTM_KERNEL": "persistent", **extra}
-        row("chunked", T, N, H, dt, env)
+        row("chunked", T, N, H, dt, {**env, "MPSGRAPH_LSTM_R_RESIDENT": "0"})
         row("R res", T, N, H, dt, {**env, "MPSGRAPH_LSTM_R_RESIDENT": "1"})
         if not extra:
             row("R res mask+peep", T, N, H, dt, {"MPSGRAPH_LSTM_R_RESIDENT": "1"}, masked=True)
