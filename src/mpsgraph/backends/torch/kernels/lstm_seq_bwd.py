@@ -78,10 +78,12 @@ from .lstm_seq_fwd import (
     interpreting,
     launch_plan,
     load_gates,
+    load_peephole,
     masked_if,
     mma,
     precision,
     prefetch,
+    program_tile,
     r_resident,
     step_time,
 )
@@ -183,14 +185,7 @@ def _bwd_seq_kernel(
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
         R_RESIDENT: tl.constexpr, RES_K: tl.constexpr, PREFETCH: tl.constexpr,
         DP: tl.constexpr):
-    p = tl.program_id(0)
-    d = tl.program_id(1)
-    P = tl.num_programs(0)
-    rn = (p // TILES_U) * BLOCK_N + tl.arange(0, BLOCK_N)
-    ru = (p % TILES_U) * BLOCK_U + tl.arange(0, BLOCK_U)
-    mn = rn < N
-    mu = ru < H
-    m2 = mn[:, None] & mu[None, :]
+    p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     rb = r_ptr + d.to(tl.int64) * s_rd
     tile_c = rn[:, None] * s_cn + dH + ru[None, :]
@@ -199,11 +194,7 @@ def _bwd_seq_kernel(
     tile_m = rn[:, None] * s_mn + dH + ru[None, :]
     tile_dc0 = rn[:, None] * s_dc0n + dH + ru[None, :]
     if PEEP:
-        pb = p_ptr + 4 * dH + ru
-        p_i = tl.load(pb + BI * H, mask=mu, other=0.0)[None, :]
-        p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
-        p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
-        p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+        p_i, p_f, p_z, p_o = load_peephole(p_ptr + 4 * dH + ru, mu, H, BI, BF, BZ, BO)
     if R_RESIDENT:  # the R slice, once for all the steps (and the final product) of this launch
         r_t = _load_r_bwd(rb, s_rr, s_rc, ru, mu, H, RES_K)
 

@@ -165,6 +165,31 @@ def mma(a, b, acc, PREC: tl.constexpr, F32_DOT: tl.constexpr):
 
 
 @triton.jit
+def program_tile(N, H, TILES_U: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr):
+    """This program's place in the grid (P, D) of both persistent kernels: (p, d, P, batch rows
+    rn, hidden units ru, their in-range masks mn / mu, and the [BLOCK_N, BLOCK_U] tile mask)."""
+    p = tl.program_id(0)
+    d = tl.program_id(1)
+    P = tl.num_programs(0)
+    rn = (p // TILES_U) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ru = (p % TILES_U) * BLOCK_U + tl.arange(0, BLOCK_U)
+    mn = rn < N
+    mu = ru < H
+    return p, d, P, rn, ru, mn, mu, mn[:, None] & mu[None, :]
+
+
+@triton.jit
+def load_peephole(pb, mu, H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr,
+                  BO: tl.constexpr):
+    """The peephole weights of gates i, f, z, o for the units at pb (this direction's [4H] row
+    plus the units), as [1, BLOCK_U] rows."""
+    return (tl.load(pb + BI * H, mask=mu, other=0.0)[None, :],
+            tl.load(pb + BF * H, mask=mu, other=0.0)[None, :],
+            tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :],
+            tl.load(pb + BO * H, mask=mu, other=0.0)[None, :])
+
+
+@triton.jit
 def load_gates(base, m, H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr,
                BO: tl.constexpr):
     """The tiles of gates i, f, z, o at base + block * H, as float32."""
@@ -253,14 +278,7 @@ def _fwd_seq_kernel(
         BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, BLOCK_K: tl.constexpr,
         TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr, R_RESIDENT: tl.constexpr,
         RES_K: tl.constexpr, PREFETCH: tl.constexpr):
-    p = tl.program_id(0)
-    d = tl.program_id(1)
-    P = tl.num_programs(0)
-    rn = (p // TILES_U) * BLOCK_N + tl.arange(0, BLOCK_N)
-    ru = (p % TILES_U) * BLOCK_U + tl.arange(0, BLOCK_U)
-    mn = rn < N
-    mu = ru < H
-    m2 = mn[:, None] & mu[None, :]
+    p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     rb = r_ptr + d.to(tl.int64) * s_rd
     tile_c = rn[:, None] * s_cn + dH + ru[None, :]
@@ -268,11 +286,7 @@ def _fwd_seq_kernel(
     tile_z = rn[:, None] * s_zn + 4 * dH + ru[None, :]
     tile_x = rn[:, None] * s_xn + 4 * dH + ru[None, :]
     if PEEP:
-        pb = p_ptr + 4 * dH + ru
-        p_i = tl.load(pb + BI * H, mask=mu, other=0.0)[None, :]
-        p_f = tl.load(pb + BF * H, mask=mu, other=0.0)[None, :]
-        p_z = tl.load(pb + BZ * H, mask=mu, other=0.0)[None, :]
-        p_o = tl.load(pb + BO * H, mask=mu, other=0.0)[None, :]
+        p_i, p_f, p_z, p_o = load_peephole(p_ptr + 4 * dH + ru, mu, H, BI, BF, BZ, BO)
     if R_RESIDENT:  # the R slice, once for all the steps of this launch
         r_i, r_f, r_z, r_o = _load_r_fwd(rb, s_rr, s_rc, ru, mu, H, BI, BF, BZ, BO, RES_K)
 
