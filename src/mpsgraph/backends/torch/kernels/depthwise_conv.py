@@ -66,13 +66,10 @@ def _rounded(acc, like_ptr, SOFT_BF16: tl.constexpr):
 
 
 @triton.jit
-def _fwd_nchw(x_ptr, w_ptr, y_ptr, P, O, H, W, Ho, Wo, pt, pl, TH, TW,
-              x_sn, x_sc, x_sh, x_sw, w_so, w_sh, w_sw, y_sn, y_sc, y_sh, y_sw,
-              M: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SY: tl.constexpr,
-              SX: tl.constexpr, RY: tl.constexpr, RX: tl.constexpr, BPL: tl.constexpr,
-              BH: tl.constexpr, BW: tl.constexpr, I64: tl.constexpr,
-              SOFT_BF16: tl.constexpr):
-    """y tile [BPL planes (n, o), BH rows, BW cols]; P = N * O planes."""
+def _planes_tile(TH, TW, BPL: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
+                 I64: tl.constexpr):
+    """This program's NCHW tile (TH x TW spatial tiles per plane block, spatial tiles fastest):
+    plane indices [BPL, 1, 1] (n * channels + channel), rows [1, BH, 1], cols [1, 1, BW]."""
     pid = tl.program_id(0)
     tw = pid % TW
     th = (pid // TW) % TH
@@ -82,6 +79,36 @@ def _fwd_nchw(x_ptr, w_ptr, y_ptr, P, O, H, W, Ho, Wo, pt, pl, TH, TW,
     j = tw * BW + tl.arange(0, BW)[None, None, :]
     if I64:
         plane, i, j = plane.to(tl.int64), i.to(tl.int64), j.to(tl.int64)
+    return plane, i, j
+
+
+@triton.jit
+def _pixels_tile(TH, TW, TC, BH: tl.constexpr, BW: tl.constexpr, BC: tl.constexpr,
+                 I64: tl.constexpr):
+    """This program's NHWC tile (channel tiles fastest, then TW, then TH, then the image):
+    image n, rows [BH, 1, 1], cols [1, BW, 1], channels [1, 1, BC]."""
+    pid = tl.program_id(0)
+    tc = pid % TC
+    tw = (pid // TC) % TW
+    th = (pid // (TC * TW)) % TH
+    n = pid // (TC * TW * TH)
+    i = th * BH + tl.arange(0, BH)[:, None, None]
+    j = tw * BW + tl.arange(0, BW)[None, :, None]
+    c = tc * BC + tl.arange(0, BC)[None, None, :]
+    if I64:
+        n, i, j, c = n.to(tl.int64), i.to(tl.int64), j.to(tl.int64), c.to(tl.int64)
+    return n, i, j, c
+
+
+@triton.jit
+def _fwd_nchw(x_ptr, w_ptr, y_ptr, P, O, H, W, Ho, Wo, pt, pl, TH, TW,
+              x_sn, x_sc, x_sh, x_sw, w_so, w_sh, w_sw, y_sn, y_sc, y_sh, y_sw,
+              M: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SY: tl.constexpr,
+              SX: tl.constexpr, RY: tl.constexpr, RX: tl.constexpr, BPL: tl.constexpr,
+              BH: tl.constexpr, BW: tl.constexpr, I64: tl.constexpr,
+              SOFT_BF16: tl.constexpr):
+    """y tile [BPL planes (n, o), BH rows, BW cols]; P = N * O planes."""
+    plane, i, j = _planes_tile(TH, TW, BPL, BH, BW, I64)
     pm = plane < P
     n = plane // O
     o = plane % O
@@ -109,16 +136,7 @@ def _fwd_nhwc(x_ptr, w_ptr, y_ptr, O, H, W, Ho, Wo, pt, pl, TH, TW, TC,
               BW: tl.constexpr, BC: tl.constexpr, I64: tl.constexpr,
               SOFT_BF16: tl.constexpr):
     """y tile [BH rows, BW cols, BC output channels] of one image (channel tiles fastest)."""
-    pid = tl.program_id(0)
-    tc = pid % TC
-    tw = (pid // TC) % TW
-    th = (pid // (TC * TW)) % TH
-    n = pid // (TC * TW * TH)
-    i = th * BH + tl.arange(0, BH)[:, None, None]
-    j = tw * BW + tl.arange(0, BW)[None, :, None]
-    o = tc * BC + tl.arange(0, BC)[None, None, :]
-    if I64:
-        n, i, j, o = n.to(tl.int64), i.to(tl.int64), j.to(tl.int64), o.to(tl.int64)
+    n, i, j, o = _pixels_tile(TH, TW, TC, BH, BW, BC, I64)
     om = o < O
     x_base = x_ptr + n * x_sn + (o // M) * x_sc
     w_base = w_ptr + o * w_so
@@ -156,17 +174,9 @@ def _dgrad_nchw(dy_ptr, w_ptr, dx_ptr, P, C, H, W, Ho, Wo, pt, pl, TH, TW,
                 M: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SY: tl.constexpr,
                 SX: tl.constexpr, RY: tl.constexpr, RX: tl.constexpr, BPL: tl.constexpr,
                 BH: tl.constexpr, BW: tl.constexpr, I64: tl.constexpr,
-              SOFT_BF16: tl.constexpr):
+                SOFT_BF16: tl.constexpr):
     """dx tile [BPL planes (n, c), BH rows, BW cols]; P = N * C planes."""
-    pid = tl.program_id(0)
-    tw = pid % TW
-    th = (pid // TW) % TH
-    tp = pid // (TW * TH)
-    plane = tp * BPL + tl.arange(0, BPL)[:, None, None]
-    h = th * BH + tl.arange(0, BH)[None, :, None]
-    v = tw * BW + tl.arange(0, BW)[None, None, :]
-    if I64:
-        plane, h, v = plane.to(tl.int64), h.to(tl.int64), v.to(tl.int64)
+    plane, h, v = _planes_tile(TH, TW, BPL, BH, BW, I64)
     pm = plane < P
     n = plane // C
     c = plane % C
@@ -193,18 +203,9 @@ def _dgrad_nhwc(dy_ptr, w_ptr, dx_ptr, C, H, W, Ho, Wo, pt, pl, TH, TW, TC,
                 M: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SY: tl.constexpr,
                 SX: tl.constexpr, RY: tl.constexpr, RX: tl.constexpr, BH: tl.constexpr,
                 BW: tl.constexpr, BC: tl.constexpr, I64: tl.constexpr,
-              SOFT_BF16: tl.constexpr):
+                SOFT_BF16: tl.constexpr):
     """dx tile [BH rows, BW cols, BC input channels] of one image (channel tiles fastest)."""
-    pid = tl.program_id(0)
-    tc = pid % TC
-    tw = (pid // TC) % TW
-    th = (pid // (TC * TW)) % TH
-    n = pid // (TC * TW * TH)
-    h = th * BH + tl.arange(0, BH)[:, None, None]
-    v = tw * BW + tl.arange(0, BW)[None, :, None]
-    c = tc * BC + tl.arange(0, BC)[None, None, :]
-    if I64:
-        n, h, v, c = n.to(tl.int64), h.to(tl.int64), v.to(tl.int64), c.to(tl.int64)
+    n, h, v, c = _pixels_tile(TH, TW, TC, BH, BW, BC, I64)
     cm = c < C
     acc = tl.full([BH, BW, BC], 0.0, tl.float32)
     for m in range(M):
