@@ -43,6 +43,19 @@ def _act(x, KIND: tl.constexpr):
 
 
 @triton.jit
+def cell_step(a_i, a_f, a_z, a_o, c_prev, AI: tl.constexpr, AF: tl.constexpr,
+              AZ: tl.constexpr, AO: tl.constexpr, AG: tl.constexpr):
+    """The gates (post-activation), the cell and the state of one step from the gate
+    pre-activations a_k and c_prev (SPEC 3.5): (i, f, z, o, c, h)."""
+    i = _act(a_i, AI)
+    f = _act(a_f, AF)
+    z = _act(a_z, AZ)
+    o = _act(a_o, AO)
+    c = f * c_prev + i * z
+    return i, f, z, o, c, o * _act(c, AG)
+
+
+@triton.jit
 def _dact(y, KIND: tl.constexpr):
     """f'(a) written with y = f(a). NaN propagates (as the NumPy kernels)."""
     if KIND == 1:
@@ -77,12 +90,7 @@ def _fwd_kernel(a_ptr, cprev_ptr, p_ptr, z_ptr, c_ptr, h_ptr, N, H,
         af += tl.load(p_ptr + BF * H + rh, mask=rh < H, other=0.0) * cp
         az += tl.load(p_ptr + BZ * H + rh, mask=rh < H, other=0.0) * cp
         ao += tl.load(p_ptr + BO * H + rh, mask=rh < H, other=0.0) * cp
-    i = _act(ai, AI)
-    f = _act(af, AF)
-    z = _act(az, AZ)
-    o = _act(ao, AO)
-    c = f * cp + i * z
-    h = o * _act(c, AG)
+    i, f, z, o, c, h = cell_step(ai, af, az, ao, cp, AI, AF, AZ, AO, AG)
     tl.store(z_ptr + rn * s_z + BI * H + rh, i, mask=m)
     tl.store(z_ptr + rn * s_z + BF * H + rh, f, mask=m)
     tl.store(z_ptr + rn * s_z + BZ * H + rh, z, mask=m)

@@ -96,7 +96,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .lstm_cell import _act
+from .lstm_cell import cell_step
 
 _CNT_STRIDE = 32  # int32 counters 128 bytes apart (one per direction)
 
@@ -351,12 +351,7 @@ def _fwd_seq_kernel(
             a_f += p_f * c
             a_z += p_z * c
             a_o += p_o * c
-        g_i = _act(a_i, AI)
-        g_f = _act(a_f, AF)
-        g_z = _act(a_z, AZ)
-        g_o = _act(a_o, AO)
-        c = g_f * c + g_i * g_z
-        h = g_o * _act(c, AG)
+        g_i, g_f, g_z, g_o, c, h = cell_step(a_i, a_f, a_z, a_o, c, AI, AF, AZ, AO, AG)
         tl.store(h_ptr + t * s_ht + tile_h, h, mask=m2)
         if HAS_MASK:  # (zeros after the last step)
             tl.store(hm_ptr + t * s_hmt + rn[:, None] * s_hmn + dH + ru[None, :], h * m_nx,
