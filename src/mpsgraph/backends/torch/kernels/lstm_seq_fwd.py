@@ -633,7 +633,9 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     - h0, c0 [N, D*H] or None (zeros); mask [T, N, D*H], or [N, D*H] (or stride 0 on T) for one
       mask at every step, or None; peephole [D, 4H] (used as float32; gate blocks in `blocks`
       order) or None;
-    - outputs state, cell [T, N, D*H], zstate [T, N, D*4H] (float32 advised; written in place).
+    - outputs state, cell [T, N, D*H], zstate [T, N, D*4H] (float32 advised; written in place);
+      with a mask, a scratch buffer like state (h * m of every step, "mask at the producer")
+      is allocated for the call.
 
     blocks = (i, f, z, o) block indices on the 4H axis; activations = (f_i, f_f, f_z, f_o, g) as
     RNNActivation ints. sync=None: one persistent launch on CUDA (off under TRITON_INTERPRET),
