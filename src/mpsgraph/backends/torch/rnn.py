@@ -66,6 +66,12 @@ __all__ = ["lstm_forward", "lstm_backward"]
 # ----------------------------------------------------------------------------------------------
 
 
+def _dims(x: torch.Tensor, R: torch.Tensor, bidirectional: bool) -> tuple[int, ...]:
+    """(T, N, D, H, 4H) of an LSTM call: x [T, N, I], R [.., 4H, H]."""
+    H = R.shape[-1]
+    return x.shape[0], x.shape[1], 2 if bidirectional else 1, H, 4 * H
+
+
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype if dtype in (torch.float32, torch.float64) else torch.float32
 
@@ -196,10 +202,7 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     dt = _compute_dtype(in_dtype)
     x, R, W, b, h0, c0, mask, peephole = (
         _cast(a, dt) for a in (x, R, W, b, h0, c0, mask, peephole))
-    T, N = x.shape[0], x.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    G = 4 * H
+    T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     blocks = gate_blocks(forget_gate_last)
     runs = _runs(block_activations(blocks, activations))
@@ -291,10 +294,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
      dcell_seq) = (_cast(a, dt) for a in (x, R, dstate, zstate, cell, W, h0, c0, mask,
                                            peephole, dh_final, dc_final, dcell_seq))
-    T, N = x.shape[0], x.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    G = 4 * H
+    T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     blocks = gate_blocks(forget_gate_last)
     bi, bf, bz, bo = blocks
@@ -397,10 +397,7 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling, *, reverse: 
 
     dt = x.dtype
     f32 = torch.float32
-    T, N = x.shape[0], x.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    G = 4 * H
+    T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     if W is not None:
         x2 = x.reshape(T * N, x.shape[2])
@@ -433,10 +430,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
 
     dt = x.dtype
     f32 = torch.float32
-    T, N = x.shape[0], x.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    G = 4 * H
+    T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     blocks = gate_blocks(forget_gate_last)
     bo = blocks[3]
