@@ -607,8 +607,7 @@ class LSTMCase:
             kw["inputGateActivation"] = mg.RNNActivation.hardSigmoid
         d = mg.LSTMDescriptor(bidirectional=self.bi, training=True, **kw)
         names = ["inputWeight", "bias", "initState", "initCell"]
-        if self.peephole:
-            names.append("peephole")
+        names += [k for k in ("peephole", "mask") if k in self.shapes]  # (mask: lstm_gpu.py)
         opt = {k: ph[k] for k in names}
         state, cell, z = g.LSTM(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
         grads = g.LSTMGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, cell,

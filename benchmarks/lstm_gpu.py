@@ -68,27 +68,6 @@ class Case(G.LSTMCase):
             self.shapes["mask"] = [self.T, self.N, self.D * self.H]
             self.vals["mask"] = m.to(device=dev, dtype=self.tdt)
 
-    def compile_ours(self, device, **options):
-        if not self.mask:
-            return super().compile_ours(device, **options)
-        g = mg.Graph()
-        ph = {k: g.placeholder(v, dataType=self.mdt, name=k) for k, v in self.shapes.items()}
-        d = mg.LSTMDescriptor(bidirectional=self.bi, training=True,
-                              inputGateActivation=mg.RNNActivation.hardSigmoid)
-        opt = {k: ph[k] for k in ("inputWeight", "bias", "initState", "initCell", "mask",
-                                  "peephole")}
-        state, cell, z = g.LSTM(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
-        grads = g.LSTMGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, cell,
-                                descriptor=d, **opt)
-        feeds = {ph[k]: mg.ShapedType(v, self.mdt) for k, v in self.shapes.items()}
-
-        def compile_fn(**opts):
-            return g.compile(feeds, [state, *grads], device=device, **opts)
-
-        exe = compile_fn(**options)
-        inputs = [self.vals[t.operation.name] for t in exe.feedTensors]
-        return exe, inputs, compile_fn
-
 
 class tf32_flags:
     """torch's TF32 flags on (for cuDNN's TF32 rows), restored after."""
