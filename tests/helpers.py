@@ -75,3 +75,22 @@ def expect_named(cls, fn, op, name, argument, *given):
     assert msg.startswith(f"{who}: argument '{argument}'"), msg
     for s in given:
         assert s in msg, f"{s!r} not in {msg!r}"
+
+
+def triton_kernels(*names: str) -> list:
+    """The modules mpsgraph.backends.torch.kernels.<name>, imported with TRITON_INTERPRET=1 set
+    just then when no GPU is present (Triton picks its interpreter when a kernel is defined,
+    i.e. at import); skips the calling test module without torch or triton."""
+    import importlib
+    import os
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    set_it = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+    if set_it:
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        return [importlib.import_module(f"mpsgraph.backends.torch.kernels.{n}") for n in names]
+    finally:
+        if set_it:
+            del os.environ["TRITON_INTERPRET"]

@@ -12,22 +12,14 @@ On the CPU the kernels run under TRITON_INTERPRET=1 (set by this module when no 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
-if _set:  # the interpreter is chosen when the kernels are defined (at import): set it just then
-    os.environ["TRITON_INTERPRET"] = "1"
-try:
-    from mpsgraph.backends.torch.kernels import depthwise_conv as dwc  # noqa: E402
-    from mpsgraph.backends.torch.kernels import depthwise_conv_wgrad as dww  # noqa: E402
-finally:
-    if _set:
-        del os.environ["TRITON_INTERPRET"]
+from helpers import triton_kernels  # noqa: E402
+
+dwc, dww = triton_kernels("depthwise_conv", "depthwise_conv_wgrad")
 
 import mpsgraph as mg  # noqa: E402
 

@@ -6,20 +6,14 @@ On the CPU they run under TRITON_INTERPRET=1 (set by this module when no GPU is 
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
-if _set:  # the interpreter is chosen when the kernels are defined (at import): set it just then
-    os.environ["TRITON_INTERPRET"] = "1"
-try:
-    from mpsgraph.backends.torch.kernels import lstm_cell  # noqa: E402
-finally:
-    if _set:
-        del os.environ["TRITON_INTERPRET"]
+from helpers import triton_kernels  # noqa: E402
+
+lstm_cell, = triton_kernels("lstm_cell")
 
 DEVICES = ["cpu"] if not torch.cuda.is_available() else ["cuda"]
 

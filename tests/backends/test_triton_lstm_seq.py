@@ -11,7 +11,6 @@ and the per-step launches are tested."""
 
 from __future__ import annotations
 
-import os
 import zlib
 from dataclasses import dataclass, replace
 
@@ -19,14 +18,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
-if _set:  # the interpreter is chosen when the kernels are defined (at import): set it just then
-    os.environ["TRITON_INTERPRET"] = "1"
-try:
-    from mpsgraph.backends.torch.kernels import lstm_seq_bwd, lstm_seq_fwd  # noqa: E402
-finally:
-    if _set:
-        del os.environ["TRITON_INTERPRET"]
+from helpers import triton_kernels  # noqa: E402
+
+lstm_seq_bwd, lstm_seq_fwd = triton_kernels("lstm_seq_bwd", "lstm_seq_fwd")
 
 from mpsgraph.backends._lstm_glue import gate_blocks  # noqa: E402
 from mpsgraph.backends.torch import rnn  # noqa: E402

@@ -4,21 +4,14 @@ NaN-poisoned first. On the CPU the kernel runs under TRITON_INTERPRET=1."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-_set = not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
-if _set:  # the interpreter is chosen when the kernels are defined (at import)
-    os.environ["TRITON_INTERPRET"] = "1"
-try:
-    from mpsgraph.backends.torch.kernels import transpose  # noqa: E402
-finally:
-    if _set:
-        del os.environ["TRITON_INTERPRET"]
+from helpers import triton_kernels  # noqa: E402
+
+transpose, = triton_kernels("transpose")
 
 import mpsgraph as mg  # noqa: E402
 
