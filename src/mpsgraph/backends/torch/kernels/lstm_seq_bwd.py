@@ -75,16 +75,14 @@ from .lstm_seq_fwd import (
     Tiling,
     _unit,
     grid_barrier,
-    interpreting,
+    kernel_meta,
     launch_plan,
     load_gates,
     load_peephole,
+    mask_and_peephole,
     masked_if,
     mma,
-    precision,
-    prefetch,
     program_tile,
-    r_resident,
     step_time,
 )
 
@@ -334,10 +332,7 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
     dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
         _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))
-    if mask is not None and mask.dim() == 2:
-        mask = mask.unsqueeze(0).expand(T, N, D * H)
-    if peephole is not None:
-        peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
+    mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
     for s in (dA, dh0, dc0):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
@@ -354,21 +349,12 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
                st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
                dc0.stride(0), 0 if dpp is None else dpp.stride(0))
-    half = R.dtype in (torch.float16, torch.bfloat16)
-    prec = precision(R.dtype, allow_tf32)
-    res_k = r_resident(H, tiling, R.dtype, prec, backward=True)
-    meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
-        zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
+                       activations=activations, reverse=reverse, bidirectional=bidirectional,
+                       backward=True)
     meta.update(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                 DCS=dcell is not None, HAS_DHF=dh_final is not None,
-                HAS_DCF=dc_final is not None, REV=bool(reverse) and not bidirectional,
-                BIDIR=bool(bidirectional), SYNC=bool(sync),
-                PREC=prec, F32_DOT=half and interpreting(),
-                BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_bwd,
-                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
-                RES_K=max(res_k, 16), PREFETCH=prefetch(), DP=dpp is not None,
-                num_warps=tiling.num_warps,
-                num_stages=tiling.num_stages)
+                HAS_DCF=dc_final is not None, DP=dpp is not None)
     grid = (tiling.programs, D)
     if sync:
         _bwd_seq_kernel[grid](*args, T, N, H, 0, T, 1, *strides, **meta)

@@ -96,6 +96,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import cdiv, pow2
 from .lstm_cell import cell_step
 
 _CNT_STRIDE = 32  # int32 counters 128 bytes apart (one per direction)
@@ -399,10 +400,6 @@ class Tiling:
         return self.tiles_n * self.tiles_u
 
 
-def _pow2(v: int) -> int:
-    return triton.next_power_of_2(max(int(v), 1))
-
-
 def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
             bkb: int | None = None, warps: int | None = None, stages: int = 2,
             est: float = 0.0) -> Tiling:
@@ -412,16 +409,16 @@ def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
     outputs per program."""
     cap = 128 if elem == 2 else 64
     if bkf is None:
-        bkf = max(16, min(_pow2(H), cap))
+        bkf = max(16, min(pow2(H), cap))
         while bkf > 16 and (bn + 4 * bu) * bkf > 8192:
             bkf //= 2
     if bkb is None:
-        bkb = max(16, min(_pow2(4 * H), 2 * cap))
+        bkb = max(16, min(pow2(4 * H), 2 * cap))
         while bkb > 16 and (bn + bu) * bkb > 8192:
             bkb //= 2
     if warps is None:
         warps = 8 if bn * bu >= 1024 else 4
-    return Tiling(bn, bu, bkf, bkb, warps, stages, triton.cdiv(N, bn), triton.cdiv(H, bu), est)
+    return Tiling(bn, bu, bkf, bkb, warps, stages, cdiv(N, bn), cdiv(H, bu), est)
 
 
 def _model_us(N: int, H: int, D: int, bn: int, bu: int, elem: int, fp32_rate: int) -> float:
@@ -429,11 +426,11 @@ def _model_us(N: int, H: int, D: int, bn: int, bu: int, elem: int, fp32_rate: in
     the recurrent product at `fp32_rate` (FMA) or ~1024 (half tensor core) MAC/clk, ~64 B/clk of
     L2 traffic per SM (h_prev rows, the R slice: the barrier's acquire invalidates L1 every
     step, the tile's own I/O) and a barrier of ~1500 clk + 4 clk per program."""
-    hk = triton.cdiv(H, 16) * 16
+    hk = cdiv(H, 16) * 16
     rate = 1024 if elem == 2 else fp32_rate
     compute = bn * 4 * bu * hk / rate
     l2 = bn * hk * 4 + 4 * bu * hk * elem + bn * bu * 40
-    P = triton.cdiv(N, bn) * triton.cdiv(H, bu)
+    P = cdiv(N, bn) * cdiv(H, bu)
     return (compute + l2 / 64 + 1500 + 4 * P * D) / 1800.0
 
 
@@ -489,12 +486,12 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
     prec = precision(dtype, allow_tf32)
     best = None
     for bn in (16, 32, 64):
-        if bn > 16 and bn >= 2 * _pow2(N):
+        if bn > 16 and bn >= 2 * pow2(N):
             continue
         for bu in (16, 32, 64):
-            if (bu > 16 and bu >= 2 * _pow2(H)) or bn * bu > 4096:
+            if (bu > 16 and bu >= 2 * pow2(H)) or bn * bu > 4096:
                 continue
-            P = triton.cdiv(N, bn) * triton.cdiv(H, bu)
+            P = cdiv(N, bn) * cdiv(H, bu)
             if max_programs is not None and P * D > max_programs:
                 continue
             est = _model_us(N, H, D, bn, bu, elem, fp32_rate)
@@ -608,13 +605,44 @@ def r_resident(H: int, tiling: Tiling, dtype: torch.dtype, prec: str, backward: 
         raise ValueError(f"MPSGRAPH_LSTM_R_RESIDENT={v!r}: expected 0 or 1")
     if v == "0":
         return 0
-    K = max(16, _pow2(4 * H if backward else H))
+    K = max(16, pow2(4 * H if backward else H))
     half = dtype in (torch.float16, torch.bfloat16)
     tile = K * tiling.block_u * (1 if backward else 4)
     operand = tiling.block_n * K
     fits = (tile <= R_RESIDENT_MAX_TILE[2 if half else 4]
             and operand <= R_RESIDENT_MAX_OPERAND["half" if half else prec])
     return K if fits else 0
+
+
+def kernel_meta(H: int, R: torch.Tensor, tiling: Tiling, *, sync: bool, allow_tf32: bool,
+                blocks: tuple[int, int, int, int], activations: tuple[int, int, int, int, int],
+                reverse: bool, bidirectional: bool, backward: bool) -> dict:
+    """The compile-time arguments both persistent kernels share: gate blocks and activations,
+    direction, SYNC, dot precision, tiling, R resident, prefetch, warps and stages."""
+    half = R.dtype in (torch.float16, torch.bfloat16)
+    prec = precision(R.dtype, allow_tf32)
+    res_k = r_resident(H, tiling, R.dtype, prec, backward=backward)
+    meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
+        zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    meta.update(REV=bool(reverse) and not bidirectional, BIDIR=bool(bidirectional),
+                SYNC=bool(sync), PREC=prec, F32_DOT=half and interpreting(),
+                BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u,
+                BLOCK_K=tiling.block_k_bwd if backward else tiling.block_k_fwd,
+                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
+                RES_K=max(res_k, 16), PREFETCH=prefetch(), num_warps=tiling.num_warps,
+                num_stages=tiling.num_stages)
+    return meta
+
+
+def mask_and_peephole(mask: torch.Tensor | None, peephole: torch.Tensor | None, T: int,
+                      N: int, D: int, H: int):
+    """The mask as [T, N, D*H] (a state-shaped one broadcast over T, no copy) and the peephole
+    as float32 [D, 4H], as both kernels read them."""
+    if mask is not None and mask.dim() == 2:
+        mask = mask.unsqueeze(0).expand(T, N, D * H)
+    if peephole is not None:
+        peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
+    return mask, peephole
 
 
 def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
@@ -651,17 +679,11 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
         return False
     assert R.shape == (D, 4 * H, H), R.shape
     xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
-    if mask is not None and mask.dim() == 2:
-        mask = mask.unsqueeze(0).expand(T, N, D * H)
-    if peephole is not None:
-        peephole = peephole.to(torch.float32).reshape(D, 4 * H).contiguous()
+    mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
     dummy = state
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     # mask at the producer: h[t] * m[t_next] of every step, the operand of the next product
     hm = None if mask is None else torch.empty((T, N, D * H), dtype=state.dtype, device=dev)
-    half = R.dtype in (torch.float16, torch.bfloat16)
-    prec = precision(R.dtype, allow_tf32)
-    res_k = r_resident(H, tiling, R.dtype, prec, backward=False)
     args = (xp, R, dummy if h0 is None else h0, dummy if c0 is None else c0,
             dummy if mask is None else mask, dummy if peephole is None else peephole,
             zstate, cell, state, cnt, dummy if hm is None else hm)
@@ -673,16 +695,11 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
                0 if hm is None else hm.stride(1))
     for s in (state, cell, zstate):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
-    meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
-        zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
+                       activations=activations, reverse=reverse, bidirectional=bidirectional,
+                       backward=False)
     meta.update(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
-                PEEP=peephole is not None, REV=bool(reverse) and not bidirectional,
-                BIDIR=bool(bidirectional), SYNC=bool(sync),
-                PREC=prec, F32_DOT=half and interpreting(),
-                BLOCK_N=tiling.block_n, BLOCK_U=tiling.block_u, BLOCK_K=tiling.block_k_fwd,
-                TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
-                RES_K=max(res_k, 16), PREFETCH=prefetch(), num_warps=tiling.num_warps,
-                num_stages=tiling.num_stages)
+                PEEP=peephole is not None)
     grid = (tiling.programs, D)
     if sync:
         _fwd_seq_kernel[grid](*args, T, N, H, 0, T, *strides, **meta)
