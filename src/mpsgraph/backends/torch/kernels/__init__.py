@@ -19,3 +19,14 @@ def available(device: torch.device) -> bool:
     except ImportError:
         return False
     return True
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for the host-side launch arithmetic (triton.cdiv is a @jit function whose
+    Python call costs ~2 us: dozens of them per call added up in the eager paths)."""
+    return -(-int(a) // int(b))
+
+
+def pow2(v: int) -> int:
+    """The smallest power of two >= v (>= 1); triton.next_power_of_2 without the @jit call."""
+    return 1 << max(int(v) - 1, 0).bit_length()

@@ -41,7 +41,8 @@ import torch
 import triton
 import triton.language as tl
 
-from . import available
+from . import available, cdiv
+from . import pow2 as next_pow2
 
 # defined under the interpreter (TRITON_INTERPRET=1 at import: they run on the CPU) or compiled
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -275,7 +276,7 @@ def sm_count(device: torch.device) -> int:
 
 def pow2(n: int, cap: int) -> int:
     """The power of two >= n (at least 1), at most cap."""
-    return max(1, min(triton.next_power_of_2(max(n, 1)), cap))
+    return max(1, min(next_pow2(n), cap))
 
 
 def _nchw_tile(planes: int, rows: int, cols: int) -> tuple[int, int, int]:
@@ -328,15 +329,15 @@ def forward(x: torch.Tensor, w: torch.Tensor, stride=(1, 1), dilation=(1, 1),
     args = (H, W, Ho, Wo, pt, pl)
     if channels_inner(out):
         bh, bw, bc = _nhwc_tile(Ho, Wo, O, x.dtype)
-        th, tw, tc = triton.cdiv(Ho, bh), triton.cdiv(Wo, bw), triton.cdiv(O, bc)
+        th, tw, tc = cdiv(Ho, bh), cdiv(Wo, bw), cdiv(O, bc)
         _fwd_nhwc[(N * th * tw * tc,)](
             x, w, out, O, *args, th, tw, tc, *x.stride(), *_w_strides(w), *out.stride(),
             **cfg, BH=bh, BW=bw, BC=bc, I64=i64, SOFT_BF16=_INTERPRETED,
             num_warps=NUM_WARPS)
     else:
         bpl, bh, bw = _nchw_tile(N * O, Ho, Wo)
-        th, tw = triton.cdiv(Ho, bh), triton.cdiv(Wo, bw)
-        _fwd_nchw[(triton.cdiv(N * O, bpl) * th * tw,)](
+        th, tw = cdiv(Ho, bh), cdiv(Wo, bw)
+        _fwd_nchw[(cdiv(N * O, bpl) * th * tw,)](
             x, w, out, N * O, O, *args, th, tw, *x.stride(), *_w_strides(w),
             *out.stride(), **cfg, BPL=bpl, BH=bh, BW=bw, I64=i64, SOFT_BF16=_INTERPRETED,
             num_warps=NUM_WARPS)
@@ -371,15 +372,15 @@ def data_gradient(dy: torch.Tensor, w: torch.Tensor, x_shape, stride=(1, 1),
     args = (C, H, W, Ho, Wo, pt, pl)
     if channels_inner(out):
         bh, bw, bc = _nhwc_tile(H, W, C, dy.dtype)
-        th, tw, tc = triton.cdiv(H, bh), triton.cdiv(W, bw), triton.cdiv(C, bc)
+        th, tw, tc = cdiv(H, bh), cdiv(W, bw), cdiv(C, bc)
         _dgrad_nhwc[(N * th * tw * tc,)](
             dy, w, out, *args, th, tw, tc, *dy.stride(), *_w_strides(w), *out.stride(),
             **cfg, BH=bh, BW=bw, BC=bc, I64=i64, SOFT_BF16=_INTERPRETED,
             num_warps=NUM_WARPS)
     else:
         bpl, bh, bw = _nchw_tile(N * C, H, W)
-        th, tw = triton.cdiv(H, bh), triton.cdiv(W, bw)
-        _dgrad_nchw[(triton.cdiv(N * C, bpl) * th * tw,)](
+        th, tw = cdiv(H, bh), cdiv(W, bw)
+        _dgrad_nchw[(cdiv(N * C, bpl) * th * tw,)](
             dy, w, out, N * C, *args, th, tw, *dy.stride(), *_w_strides(w),
             *out.stride(), **cfg, BPL=bpl, BH=bh, BW=bw, I64=i64, SOFT_BF16=_INTERPRETED,
             num_warps=NUM_WARPS)

@@ -23,6 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
+from . import cdiv
+from . import pow2 as next_pow2
 from .depthwise_conv import (
     NUM_WARPS,
     channels_inner,
@@ -165,7 +167,7 @@ def _wgrad_nhwc(dy_ptr, x_ptr, part_ptr, O, H, W, Ho, Wo, pt, pl, TW, TC, ITERS,
 def _tap_groups(kk: int) -> tuple[int, int]:
     """kH*kW taps as two power-of-two groups (KA, KB): 9 = 8 + 1, 15 = 8 + 8 (7 used), ..."""
     ka = 1 << (kk.bit_length() - 1)
-    return ka, (triton.next_power_of_2(kk - ka) if kk > ka else 0)
+    return ka, (next_pow2(kk - ka) if kk > ka else 0)
 
 
 def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1),
@@ -200,7 +202,7 @@ def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1)
     if channels_inner(dy):
         bc = pow2(O, 128 // dy.dtype.itemsize)
         bw = pow2(Wo, max(1, tile // bc))
-        tw, tc = triton.cdiv(Wo, bw), triton.cdiv(O, bc)
+        tw, tc = cdiv(Wo, bw), cdiv(O, bc)
         iters, programs = N * Ho * tw, tc
         kernel, grid_args, tiles = _wgrad_nhwc, (tw, tc), dict(BW=bw, BC=bc)
     else:  # scalar loads: a 64-bit address per element and tap; half the tile keeps the
@@ -208,12 +210,12 @@ def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1)
         tile //= 2
         bw = pow2(Wo, min(64, tile))
         br = pow2(Ho, max(1, tile // bw))
-        th, tw = triton.cdiv(Ho, br), triton.cdiv(Wo, bw)
+        th, tw = cdiv(Ho, br), cdiv(Wo, bw)
         iters, programs = N * th * tw, O
         kernel, grid_args, tiles = _wgrad_nchw, (th, tw), dict(BR=br, BW=bw)
-    s = splits if splits is not None else triton.cdiv(16 * sm_count(dy.device), programs)
-    chunk = triton.cdiv(iters, max(1, min(s, iters)))
-    s = triton.cdiv(iters, chunk)  # every share non-empty
+    s = splits if splits is not None else cdiv(16 * sm_count(dy.device), programs)
+    chunk = cdiv(iters, max(1, min(s, iters)))
+    s = cdiv(iters, chunk)  # every share non-empty
     part = torch.empty((s, O, kk), dtype=torch.float32, device=dy.device)
     kernel[(programs * s,)](
         dy, x, part, O, H, W, Ho, Wo, pt, pl, *grid_args, iters, chunk, *dy.stride(),

@@ -25,6 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
+from . import cdiv, pow2
+
 
 @triton.jit
 def _act(x, KIND: tl.constexpr):
@@ -139,9 +141,9 @@ def _bwd_kernel(dh_ptr, dcc_ptr, z_ptr, c_ptr, cprev_ptr, dcs_ptr, p_ptr, da_ptr
 
 
 def _blocks(N: int, H: int) -> tuple[int, int, tuple[int, int]]:
-    bh = min(128, triton.next_power_of_2(max(H, 1)))
-    bn = max(1, min(triton.next_power_of_2(max(N, 1)), 4096 // bh))
-    return bn, bh, (triton.cdiv(N, bn), triton.cdiv(H, bh))
+    bh = min(128, pow2(max(H, 1)))
+    bn = max(1, min(pow2(max(N, 1)), 4096 // bh))
+    return bn, bh, (cdiv(N, bn), cdiv(H, bh))
 
 
 def _row_stride(t: torch.Tensor) -> int:

@@ -20,6 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from . import cdiv
+
 
 @triton.jit
 def _transpose_kernel(src_ptr, out_ptr, R, C, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
@@ -51,6 +53,6 @@ def transpose_2d(src: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
     if R == 0 or C == 0:
         return out
     br, bc = 64, 64
-    grid = (triton.cdiv(R, br), triton.cdiv(C, bc))
+    grid = (cdiv(R, br), cdiv(C, bc))
     _transpose_kernel[grid](src, out, R, C, BLOCK_R=br, BLOCK_C=bc, num_warps=4)
     return out
