@@ -319,16 +319,11 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
       per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order).
 
     Returns False (nothing written) when `plan` finds no tiling; sync as forward_sequence."""
-    T, N = zstate.shape[0], zstate.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    if T == 0 or N == 0 or H == 0:
-        return False
+    T, N, H, D = zstate.shape[0], zstate.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = zstate.device
-    tiling, sync = launch_plan(dev, N, H, D, R.dtype, tiling, sync, allow_tf32)
+    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
     if tiling is None:
         return False
-    assert R.shape == (D, 4 * H, H), R.shape
     assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
     dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
         _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))

@@ -521,13 +521,19 @@ def interpreting() -> bool:
     return type(_fwd_seq_kernel).__name__ == "InterpretedFunction"
 
 
-def launch_plan(dev: torch.device, N: int, H: int, D: int, dtype: torch.dtype,
+def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
                 tiling: Tiling | None, sync: bool | None,
                 allow_tf32: bool) -> tuple[Tiling | None, bool]:
-    """(tiling, sync) of a call of the wrappers; tiling None when the call cannot run.
-    sync=None: one persistent launch on CUDA, one launch per step under the interpreter (which
-    runs programs one after another: there a persistent launch only works with one program per
-    direction, as the grid barrier then waits for nobody else)."""
+    """(tiling, sync) of a call of the wrappers (R [D, 4H, H]); tiling None when the call
+    cannot run (nothing to do when T, N or H is 0). sync=None: one persistent launch on CUDA,
+    one launch per step under the interpreter (which runs programs one after another: there a
+    persistent launch only works with one program per direction, as the grid barrier then
+    waits for nobody else)."""
+    H = R.shape[-1]
+    if T == 0 or N == 0 or H == 0:
+        return None, bool(sync)
+    assert R.shape == (D, 4 * H, H), R.shape
+    dtype = R.dtype
     if sync is None:
         sync = dev.type == "cuda" and not interpreting()
     if tiling is None:
@@ -668,16 +674,11 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     blocks = (i, f, z, o) block indices on the 4H axis; activations = (f_i, f_f, f_z, f_o, g) as
     RNNActivation ints. sync=None: one persistent launch on CUDA (off under TRITON_INTERPRET),
     else one launch per step. Returns False (nothing written) when `plan` finds no tiling."""
-    T, N = xp.shape[0], xp.shape[1]
-    D = 2 if bidirectional else 1
-    H = R.shape[-1]
-    if T == 0 or N == 0 or H == 0:
-        return False
+    T, N, H, D = xp.shape[0], xp.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = xp.device
-    tiling, sync = launch_plan(dev, N, H, D, R.dtype, tiling, sync, allow_tf32)
+    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
     if tiling is None:
         return False
-    assert R.shape == (D, 4 * H, H), R.shape
     xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
     dummy = state
