@@ -9,7 +9,7 @@ the input projection, the recurrence, the weight-gradient GEMMs) captured in a C
 device-only: 10 replays queued per sample, median of 15. The environment variables of
 backends/torch/rnn.py select what runs: MPSGRAPH_LSTM_KERNEL (persistent | step | torch),
 MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels),
-MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3), MPSGRAPH_LSTM_R_RESIDENT (1, the default: the
+MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3 | split), MPSGRAPH_LSTM_R_RESIDENT (1, the default: the
 persistent kernels load their R slice once per launch where `lstm_seq_fwd.r_resident`'s caps
 hold; 0: the K-chunk loop, the "chunked" rows) and MPSGRAPH_LSTM_PREFETCH (0 turns the next-step
 input prefetch off). "us/step" = (forward + backward) / (2T); "plan" shows the tiling and, with
@@ -66,21 +66,23 @@ def graph_us(fn, batch: int = 10, rep: int = 15) -> float:
     return statistics.median(ts) * 1e3
 
 
-def case(T: int, N: int, H: int, dt: torch.dtype, masked: bool = False):
-    """(forward, backward) closures of a unidirectional LSTM with I = H; `masked` adds a
-    per-step mask, a peephole and a hardSigmoid input gate."""
+def case(T: int, N: int, H: int, dt: torch.dtype, masked: bool = False, bidir: bool = False):
+    """(forward, backward) closures of an LSTM with I = H (bidirectional with `bidir`);
+    `masked` adds a per-step mask, a peephole and a hardSigmoid input gate."""
     g = torch.Generator().manual_seed(0)
 
     def r(*s, sc=0.1):
         return (torch.randn(*s, generator=g) * sc).to(DEV, dt)
 
-    x, R, W, b, h0, c0 = r(T, N, H), r(1, 4 * H, H), r(4 * H, H), r(4 * H), r(N, H), r(N, H)
-    m = (torch.rand(T, N, H, generator=g) > 0.1).to(DEV, dt) if masked else None
-    p = r(1, 4 * H) if masked else None
-    kw = dict(reverse=False, bidirectional=False, forget_gate_last=False,
+    D = 2 if bidir else 1
+    x, R, W, b = r(T, N, H), r(D, 4 * H, H), r(D * 4 * H, H), r(D * 4 * H)
+    h0, c0 = r(N, D * H), r(N, D * H)
+    m = (torch.rand(T, N, D * H, generator=g) > 0.1).to(DEV, dt) if masked else None
+    p = r(D, 4 * H) if masked else None
+    kw = dict(reverse=False, bidirectional=bidir, forget_gate_last=False,
               activations=PEEP_ACTS if masked else DEFAULT_ACTS)
     st, ce, zs = rnn.lstm_forward(x, R, W, b, h0, c0, m, p, **kw)
-    dst = r(T, N, H, sc=1.0)
+    dst = r(T, N, D * H, sc=1.0)
 
     def fwd():
         return rnn.lstm_forward(x, R, W, b, h0, c0, m, p, **kw)
@@ -92,21 +94,24 @@ def case(T: int, N: int, H: int, dt: torch.dtype, masked: bool = False):
     return fwd, bwd
 
 
-def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=False) -> None:
+def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=False,
+        bidir=False) -> None:
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    D = 2 if bidir else 1
     try:
-        fwd, bwd = case(T, N, H, dt, masked)
+        fwd, bwd = case(T, N, H, dt, masked, bidir)
         tf, tb = graph_us(fwd), graph_us(bwd)
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
-        pl = lstm_seq_fwd.plan(N, H, 1, DEV, dt, allow_tf32=tf32)
+        pl = lstm_seq_fwd.plan(N, H, D, DEV, dt, allow_tf32=tf32)
         tiling = f"{pl.block_n}x{pl.block_u} P={pl.programs}" if pl else "-"
         if pl and os.environ.get("MPSGRAPH_LSTM_R_RESIDENT") != "0":
-            prec = lstm_seq_fwd.precision(dt, tf32)
+            prec = lstm_seq_fwd.precision(dt, tf32, H)
             ks = [lstm_seq_fwd.r_resident(H, pl, dt, prec, b) or "-" for b in (False, True)]
             tiling += f" R res K={ks[0]}/{ks[1]}"
-        print(f"| {label} | T={T} N={N} H={H} {str(dt)[6:]} | {env} | {tf:.0f} | {tb:.0f} "
-              f"| {tf + tb:.0f} | {(tf + tb) / (2 * T):.2f} | {tiling} |", flush=True)
+        shape = f"T={T} N={N} H={H}{' bidir' if bidir else ''} {str(dt)[6:]}"
+        print(f"| {label} | {shape} | {env} | {tf:.0f} | {tb:.0f} | {tf + tb:.0f} "
+              f"| {(tf + tb) / (2 * T):.2f} | {tiling} |", flush=True)
     except Exception as e:  # noqa: BLE001 - one variant failing must not stop the sweep
         print(f"| {label} | T={T} N={N} H={H} {dt} | {env} | error {str(e)[:150]} |",
               flush=True)
@@ -151,7 +156,7 @@ def main() -> int:
             row("step path", T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "step"})
             row("default", T, N, H, dt, {})
             if dt == torch.float32:
-                for prec in ("ieee", "tf32x3", "tf32"):
+                for prec in ("ieee", "tf32x3", "split", "tf32"):
                     row(prec, T, N, H, dt, {"MPSGRAPH_LSTM_KERNEL": "persistent",
                                             "MPSGRAPH_LSTM_FP32_DOT": prec})
             for til in TILINGS:

@@ -236,6 +236,79 @@ def test_without_prefetch(case, monkeypatch):
     _kernel_check(case, torch.float32, 1e-5, True if case.tile else None)
 
 
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[7], ONE_PROGRAM[1]], ids=str)
+@pytest.mark.parametrize("resident", ["0", "1"])
+def test_kernels_float32_tf32x3(case, resident, monkeypatch):
+    # float32 runs "split" for H <= 256 (every case above) and Triton's "tf32x3" for larger H
+    monkeypatch.setenv("MPSGRAPH_LSTM_FP32_DOT", "tf32x3")
+    monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", resident)
+    _kernel_check(case, torch.float32, 1e-5, True if case in ONE_PROGRAM else None)
+
+
+def test_precision_choice(monkeypatch):
+    monkeypatch.delenv("MPSGRAPH_LSTM_FP32_DOT", raising=False)
+    prec = lstm_seq_fwd.precision
+    assert (prec(torch.float32, False, 256), prec(torch.float32, False, 257)) == \
+        ("split", "tf32x3")
+    assert prec(torch.float32, True, 128) == prec(torch.bfloat16, False, 128) == "tf32"
+    monkeypatch.setenv("MPSGRAPH_LSTM_FP32_DOT", "TF32x3")
+    assert prec(torch.float32, False, 128) == "tf32x3"
+    monkeypatch.setenv("MPSGRAPH_LSTM_FP32_DOT", "fast")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_FP32_DOT"):
+        prec(torch.float32, False, 128)
+
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """x truncated to TF32 (what a TF32 tensor-core product reads of a float32 operand)."""
+    return (x.view(torch.int32) & -0x2000).view(torch.float32)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf - inf, interpreted
+def test_split_r():
+    # split_r's kernel (interpreted on the CPU): hi and lo are TF32 values (the low 13 mantissa
+    # bits clear), hi + lo = R to 2^-21 relative, and specials come out as a product needs them
+    g = torch.Generator().manual_seed(5)
+    R = torch.randn(2, 12, 3, generator=g) * torch.logspace(-30, 30, 3)
+    R[0, 0, 0], R[0, 1, 0], R[0, 2, 0] = float("inf"), -float("inf"), float("nan")
+    R[0, 3, 0] = 3.4e38  # truncation never overflows
+    R = R.to(DEVICE)
+    hi, s_rs = lstm_seq_fwd.split_r(R, "split")
+    assert s_rs == R.numel() and hi.shape == R.shape and hi.is_contiguous()
+    lo = hi.reshape(-1).as_strided((R.numel(),), (1,), s_rs).view(R.shape)
+    for part in (hi, lo):  # (a NaN may keep any payload)
+        ok = ~torch.isnan(part)
+        assert torch.equal(_tf32(part)[ok], part[ok])
+    fin = torch.isfinite(R)
+    err = (R.double() - hi.double() - lo.double()).abs()[fin]
+    assert (err <= 2.0 ** -21 * R.double().abs()[fin]).all()
+    assert (err <= 2.0 ** -11 * (R.double() - _tf32(R).double()).abs()[fin]).all()
+    assert torch.isfinite(hi[0, 3, 0])
+    assert hi[0, 0, 0] == float("inf") and hi[0, 1, 0] == -float("inf")
+    assert lo[0, 0, 0] == 0 and lo[0, 1, 0] == 0
+    assert torch.isnan(hi[0, 2, 0] + lo[0, 2, 0])
+    assert lstm_seq_fwd.split_r(R, "tf32x3") == (R, 0)
+
+
+def test_split_product_accuracy():
+    # the "split" product with TF32 tensor cores emulated (every operand truncated to TF32,
+    # products and sums in float64): float32-grade accuracy, where one TF32 product is not
+    g = torch.Generator().manual_seed(6)
+    h = torch.randn(16, 256, generator=g)
+    R = torch.randn(256, 64, generator=g) / 16
+    exact = h.double() @ R.double()
+    hi, s_rs = lstm_seq_fwd.split_r(R.to(DEVICE), "split")
+    r_hi = hi.cpu().double()
+    r_lo = hi.reshape(-1).as_strided((R.numel(),), (1,), s_rs).view(R.shape).cpu().double()
+    h_hi = _tf32(h)  # tf32_split's high part; the TF32 product truncates the remainder too
+    h_lo = _tf32(h - h_hi)
+    split = h_hi.double() @ r_hi + (h_lo.double() @ r_hi + h_hi.double() @ r_lo)
+    scale = (h.double().abs() @ R.double().abs()).max()
+    err_split = ((split - exact).abs().max() / scale).item()
+    err_tf32 = ((_tf32(h).double() @ _tf32(R).double() - exact).abs().max() / scale).item()
+    assert err_split < 2e-6, err_split
+    assert err_tf32 > 1e-4, err_tf32  # the check can fail
+
+
 def test_prefetch_env(monkeypatch):
     monkeypatch.delenv("MPSGRAPH_LSTM_PREFETCH", raising=False)
     assert lstm_seq_fwd.prefetch()
@@ -354,6 +427,9 @@ def test_plan(monkeypatch):
     assert bnu(64, 256, torch.float32, tf32=True) == (16, 16)  # both kernels resident only so
     assert bnu(8, 128, torch.float32) == bnu(8, 128, torch.bfloat16) == (16, 32)
     assert bnu(64, 1024, torch.bfloat16) == (16, 32)
+    t = lstm_seq_fwd.plan(64, 512, 2, cpu, torch.bfloat16, max_programs=132)
+    assert (t.block_n, t.block_u) == (16, 32)  # both kernels resident, 2 x 64 programs
+    assert all(lstm_seq_fwd.r_resident(512, t, torch.bfloat16, "tf32", b) for b in (0, 1))
     assert bnu(256, 512, torch.float32) == (64, 16)  # N > 64: the cost model
     # too large to keep every program co-resident: no plan (the caller uses the step path)
     assert lstm_seq_fwd.plan(4096, 4096, 2, cpu, max_programs=132) is None
@@ -486,7 +562,15 @@ def test_r_resident_caps(monkeypatch):
         (256, 1024)
     assert (rr(256, 16, 16, bf16), rr(256, 16, 16, bf16, backward=True)) == (256, 1024)
     assert (rr(256, 16, 32, bf16), rr(256, 16, 32, bf16, backward=True)) == (256, 1024)
-    assert (rr(256, 16, 32, prec="tf32"), rr(512, 16, 32, bf16)) == (0, 0)  # the tile cap
+    assert rr(256, 16, 32, prec="tf32") == 0  # the tile cap
+    # half: 128 KiB tiles (H=512 16x32: one program per SM), forward K <= 512, backward operand
+    assert (rr(512, 16, 32, bf16), rr(512, 16, 32, bf16, backward=True)) == (512, 2048)
+    assert (rr(512, 32, 32, bf16), rr(512, 32, 32, bf16, backward=True)) == (512, 0)
+    assert (rr(1024, 16, 16, bf16), rr(1024, 16, 16, bf16, backward=True)) == (0, 0)
+    # "split": hi and lo tiles (twice the shared memory), the operand cap of "tf32x3"
+    assert (rr(128, 16, 32, prec="split"), rr(128, 16, 32, prec="split", backward=True)) == \
+        (128, 0)
+    assert (rr(256, 16, 16, prec="split"), rr(128, 16, 64, prec="split")) == (0, 0)
     assert (rr(128, 16, 32), rr(128, 16, 32, backward=True)) == (128, 0)
     assert (rr(128, 16, 16, bf16), rr(128, 16, 16, bf16, backward=True)) == (128, 512)
     assert rr(5, 16, 16, prec="ieee") == 0

@@ -28,11 +28,12 @@ In all of them:
   over all steps at the end.
 
 float32 recurrent dots in the persistent kernels honour torch.backends.cuda.matmul.allow_tf32
-(which the executable sets for allow_tf32=True): "tf32", else "tf32x3" (float32 accuracy on the
-tensor cores). For benchmarking, MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the
-persistent kernels' tiling and float32 dot precision, and MPSGRAPH_LSTM_R_RESIDENT=0 stops them
-loading their slice of R once, before the time loop, where it fits (the default, measured
-faster) (kernels/lstm_seq_fwd.py: `plan`, `precision`, `r_resident`).
+(which the executable sets for allow_tf32=True): "tf32", else three TF32 products per product
+(float32 accuracy on the tensor cores: "split" for H <= 256, "tf32x3" above; `precision`). For
+benchmarking, MPSGRAPH_LSTM_TILING and MPSGRAPH_LSTM_FP32_DOT override the persistent kernels'
+tiling and float32 dot precision, and MPSGRAPH_LSTM_R_RESIDENT=0 stops them loading their slice
+of R once, before the time loop, where it fits (the default, measured faster)
+(kernels/lstm_seq_fwd.py: `plan`, `precision`, `r_resident`).
 """
 
 from __future__ import annotations

@@ -81,14 +81,16 @@ from .lstm_seq_fwd import (
     load_peephole,
     mask_and_peephole,
     masked_if,
-    mma,
     program_tile,
+    r_lo,
+    rmma,
+    split_r,
     step_time,
 )
 
 
 @triton.jit
-def _rec_bwd(ab, s_an, rb, s_rr, s_rc, rn, mn, ru, mu, H, PREC: tl.constexpr,
+def _rec_bwd(ab, s_an, rb, s_rr, s_rc, s_rs, rn, mn, ru, mu, H, PREC: tl.constexpr,
              F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
              BLOCK_K: tl.constexpr):
     """dA rows at ab (row stride s_an, [BLOCK_N, 4H]) @ R[d][:, units] (R[d] at rb)."""
@@ -100,9 +102,10 @@ def _rec_bwd(ab, s_an, rb, s_rr, s_rc, rn, mn, ru, mu, H, PREC: tl.constexpr,
         # written by other programs during this launch: bypass L1
         av = tl.load(ab + rn[:, None] * s_an + kk[None, :], mask=mn[:, None] & mk[None, :],
                      other=0.0, cache_modifier=".cg")
-        rv = tl.load(rb + (kk * s_rr)[:, None] + cols, mask=mk[:, None] & mu[None, :],
-                     other=0.0, cache_modifier=".ca")  # read-only: stays in L1
-        acc = mma(av, rv, acc, PREC, F32_DOT)
+        rp = rb + (kk * s_rr)[:, None] + cols
+        rm = mk[:, None] & mu[None, :]
+        rv = tl.load(rp, mask=rm, other=0.0, cache_modifier=".ca")  # read-only: stays in L1
+        acc = rmma(av, rv, r_lo(rp, s_rs, rm, rv, PREC), acc, PREC, F32_DOT)
     return acc
 
 
@@ -116,15 +119,15 @@ def _load_r_bwd(rb, s_rr, s_rc, ru, mu, H, RES_K: tl.constexpr):
 
 
 @triton.jit
-def _rec_bwd_resident(ab, s_an, r_t, rn, mn, H, PREC: tl.constexpr, F32_DOT: tl.constexpr,
+def _rec_bwd_resident(ab, s_an, r_t, l_t, rn, mn, H, PREC: tl.constexpr, F32_DOT: tl.constexpr,
                       BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr, RES_K: tl.constexpr):
-    """_rec_bwd against the resident R tile (_load_r_bwd): dA rows for the whole K extent, one
-    dot."""
+    """_rec_bwd against the resident R tile (_load_r_bwd; l_t its remainder with PREC "split",
+    else unused): dA rows for the whole K extent, one dot."""
     kk = tl.arange(0, RES_K)
     # written by other programs during this launch: bypass L1
     av = tl.load(ab + rn[:, None] * s_an + kk[None, :], mask=mn[:, None] & (kk < 4 * H)[None, :],
                  other=0.0, cache_modifier=".cg")
-    return mma(av, r_t, tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32), PREC, F32_DOT)
+    return rmma(av, r_t, l_t, tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32), PREC, F32_DOT)
 
 
 @triton.jit
@@ -172,7 +175,7 @@ def _bwd_seq_kernel(
         ds_ptr, z_ptr, c_ptr, r_ptr, c0_ptr, m_ptr, p_ptr, dcs_ptr, dhf_ptr, dcf_ptr,
         da_ptr, dh0_ptr, dc0_ptr, cnt_ptr, dp_ptr,
         T, N, H, j0, nj, do_final,
-        s_dst, s_dsn, s_zt, s_zn, s_ct, s_cn, s_rd, s_rr, s_rc, s_c0n, s_mt, s_mn,
+        s_dst, s_dsn, s_zt, s_zn, s_ct, s_cn, s_rd, s_rr, s_rc, s_rs, s_c0n, s_mt, s_mn,
         s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n, s_dpt,
         BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
         AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
@@ -195,6 +198,9 @@ def _bwd_seq_kernel(
         p_i, p_f, p_z, p_o = load_peephole(p_ptr + 4 * dH + ru, mu, H, BI, BF, BZ, BO)
     if R_RESIDENT:  # the R slice, once for all the steps (and the final product) of this launch
         r_t = _load_r_bwd(rb, s_rr, s_rc, ru, mu, H, RES_K)
+        l_t = r_t  # its remainder ("split" only)
+        if PREC == "split":
+            l_t = _load_r_bwd(rb + s_rs, s_rr, s_rc, ru, mu, H, RES_K)
 
     # the cell carry at the start of this launch: dc_final / zeros, or the last launch's
     if j0 == 0:
@@ -241,11 +247,11 @@ def _bwd_seq_kernel(
                 dh = ds
         else:
             if R_RESIDENT:
-                dh = _rec_bwd_resident(da_ptr + tn * s_dat + 4 * dH, s_dan, r_t, rn, mn, H,
-                                       PREC, F32_DOT, BLOCK_N, BLOCK_U, RES_K)
+                dh = _rec_bwd_resident(da_ptr + tn * s_dat + 4 * dH, s_dan, r_t, l_t, rn, mn,
+                                       H, PREC, F32_DOT, BLOCK_N, BLOCK_U, RES_K)
             else:
-                dh = _rec_bwd(da_ptr + tn * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru,
-                              mu, H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+                dh = _rec_bwd(da_ptr + tn * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, s_rs, rn, mn,
+                              ru, mu, H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
             if HAS_MASK:
                 dh = dh * m_next
             dh += ds
@@ -283,11 +289,11 @@ def _bwd_seq_kernel(
     if do_final != 0:
         t0 = step_time(0, T, d, REV, BIDIR)
         if R_RESIDENT:
-            dh = _rec_bwd_resident(da_ptr + t0 * s_dat + 4 * dH, s_dan, r_t, rn, mn, H, PREC,
-                                   F32_DOT, BLOCK_N, BLOCK_U, RES_K)
+            dh = _rec_bwd_resident(da_ptr + t0 * s_dat + 4 * dH, s_dan, r_t, l_t, rn, mn, H,
+                                   PREC, F32_DOT, BLOCK_N, BLOCK_U, RES_K)
         else:
-            dh = _rec_bwd(da_ptr + t0 * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, rn, mn, ru, mu,
-                          H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
+            dh = _rec_bwd(da_ptr + t0 * s_dat + 4 * dH, s_dan, rb, s_rr, s_rc, s_rs, rn, mn, ru,
+                          mu, H, PREC, F32_DOT, BLOCK_N, BLOCK_U, BLOCK_K)
         if HAS_MASK:
             dh = dh * tl.load(m_ptr + t0 * s_mt + tile_m, mask=m2, other=0.0).to(tl.float32)
         tl.store(dh0_ptr + rn[:, None] * s_dh0n + dH + ru[None, :], dh, mask=m2)
@@ -330,6 +336,10 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
     for s in (dA, dh0, dc0):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
+    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
+                       activations=activations, reverse=reverse, bidirectional=bidirectional,
+                       backward=True)
+    R, s_rs = split_r(R, meta["PREC"])
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     dm = dc0
     dpp = None if dpeep is None else torch.zeros((tiling.tiles_n, D, 4 * H),
@@ -341,12 +351,9 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
     strides = (dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
                cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2),
-               st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
+               s_rs, st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
                st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
                dc0.stride(0), 0 if dpp is None else dpp.stride(0))
-    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
-                       activations=activations, reverse=reverse, bidirectional=bidirectional,
-                       backward=True)
     meta.update(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                 DCS=dcell is not None, HAS_DHF=dh_final is not None,
                 HAS_DCF=dc_final is not None, DP=dpp is not None)

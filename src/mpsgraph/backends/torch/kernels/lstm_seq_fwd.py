@@ -79,12 +79,13 @@ with SYNC=False, and c_prev is re-read from the cell output at the start of a la
 (With one program per direction the persistent launch runs under the interpreter too: its
 barrier then waits for nobody else; the tests use that to check the SYNC path.)
 
-Precision: float32 dots use input_precision "tf32x3" (float32 accuracy; "tf32" with
-allow_tf32); with float16 / bfloat16 R the dot operands (h_prev * m, R) are in R's dtype, and
-the accumulation, the cell and the gate math are float32. The outputs are written in their
-buffers' dtype (the torch backend passes float32 buffers and rounds once at the end). Under the
-interpreter (whose bfloat16 dot is broken) half dot operands are rounded, then widened to
-float32 for the dot (F32_DOT).
+Precision: float32 dots are three TF32 products (float32 accuracy): "split" (R split into a TF32
+high part and a remainder once per call by `split_r`, the h operand per step by `rmma`) for H <=
+256, Triton's "tf32x3" above (`precision`); "tf32" with allow_tf32; with float16 / bfloat16 R
+the dot operands (h_prev * m, R) are in R's dtype, and the accumulation, the cell and the gate
+math are float32. The outputs are written in their buffers' dtype (the torch backend passes
+float32 buffers and rounds once at the end). Under the interpreter (whose bfloat16 dot is
+broken) half dot operands are rounded, then widened to float32 for the dot (F32_DOT).
 """
 
 from __future__ import annotations
@@ -160,6 +161,41 @@ def mma(a, b, acc, PREC: tl.constexpr, F32_DOT: tl.constexpr):
         return tl.dot(a, b, acc, input_precision=PREC)
 
 
+@triton.jit
+def tf32_split(x):
+    """(hi, lo) with x = hi + lo: hi is float32 x truncated to TF32's 10 mantissa bits (exact
+    as a TF32 dot operand; never overflows), lo the remainder (|lo| < 2^-10 |x|; 0 where x is
+    infinite, NaN where x is NaN, so that specials propagate as in a float32 product)."""
+    hi = (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    return hi, tl.where(hi == x, 0.0, x - hi)
+
+
+@triton.jit
+def r_lo(ptrs, s_rs, m, hi, PREC: tl.constexpr):
+    """The remainder part of a split R operand (PREC "split": `split_r`'s low half, s_rs
+    elements after the high half at ptrs); `hi` itself (unused) otherwise."""
+    if PREC == "split":
+        return tl.load(ptrs + s_rs, mask=m, other=0.0)
+    else:
+        return hi
+
+
+@triton.jit
+def rmma(a, b, b_lo, acc, PREC: tl.constexpr, F32_DOT: tl.constexpr):
+    """acc + a @ (R operand). PREC "split" (float32): b / b_lo are the TF32 high part and the
+    remainder of R (`split_r`, once per call), `a` is split here (`tf32_split`), and the three
+    TF32 products a_hi b + (a_lo b + a_hi b_lo) run as two independent accumulation chains
+    (the main term onto acc, the corrections from zero): float32 accuracy like "tf32x3" without
+    splitting R at every step. Other precisions: `mma` (b_lo unused)."""
+    if PREC == "split":
+        a_hi, a_lo = tf32_split(a.to(tl.float32))
+        corr = tl.dot(a_lo, b, tl.full(acc.shape, 0.0, tl.float32), input_precision="tf32")
+        corr = tl.dot(a_hi, b_lo, corr, input_precision="tf32")
+        return tl.dot(a_hi, b, acc, input_precision="tf32") + corr
+    else:
+        return mma(a, b, acc, PREC, F32_DOT)
+
+
 # ----------------------------------------------------------------------------------------------
 # kernel
 # ----------------------------------------------------------------------------------------------
@@ -201,8 +237,8 @@ def load_gates(base, m, H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr,
 
 
 @triton.jit
-def _rec_fwd(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, rb, s_rr, s_rc, rn, mn, ru, mu,
-             H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+def _rec_fwd(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, rb, s_rr, s_rc, s_rs, rn, mn, ru,
+             mu, H, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
              HAS_MASK: tl.constexpr, PREC: tl.constexpr, F32_DOT: tl.constexpr,
              BLOCK_K: tl.constexpr):
     """acc_k + (h_prev * m) @ R^T for the four gates k of the tile: h_prev rows at hb (row
@@ -223,10 +259,14 @@ def _rec_fwd(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, rb, s_rr, s_rc, rn,
                               other=0.0).to(tl.float32)
         rm = mk[:, None] & mu[None, :]
         rk = rb + (kk * s_rc)[:, None]
-        acc_i = mma(hv, tl.load(rk + ri, mask=rm, other=0.0), acc_i, PREC, F32_DOT)
-        acc_f = mma(hv, tl.load(rk + rf, mask=rm, other=0.0), acc_f, PREC, F32_DOT)
-        acc_z = mma(hv, tl.load(rk + rz, mask=rm, other=0.0), acc_z, PREC, F32_DOT)
-        acc_o = mma(hv, tl.load(rk + ro, mask=rm, other=0.0), acc_o, PREC, F32_DOT)
+        b = tl.load(rk + ri, mask=rm, other=0.0)
+        acc_i = rmma(hv, b, r_lo(rk + ri, s_rs, rm, b, PREC), acc_i, PREC, F32_DOT)
+        b = tl.load(rk + rf, mask=rm, other=0.0)
+        acc_f = rmma(hv, b, r_lo(rk + rf, s_rs, rm, b, PREC), acc_f, PREC, F32_DOT)
+        b = tl.load(rk + rz, mask=rm, other=0.0)
+        acc_z = rmma(hv, b, r_lo(rk + rz, s_rs, rm, b, PREC), acc_z, PREC, F32_DOT)
+        b = tl.load(rk + ro, mask=rm, other=0.0)
+        acc_o = rmma(hv, b, r_lo(rk + ro, s_rs, rm, b, PREC), acc_o, PREC, F32_DOT)
     return acc_i, acc_f, acc_z, acc_o
 
 
@@ -245,11 +285,12 @@ def _load_r_fwd(rb, s_rr, s_rc, ru, mu, H, BI: tl.constexpr, BF: tl.constexpr,
 
 
 @triton.jit
-def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, r_z, r_o, rn,
-                      mn, H, HAS_MASK: tl.constexpr, PREC: tl.constexpr,
+def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, r_z, r_o, l_i,
+                      l_f, l_z, l_o, rn, mn, H, HAS_MASK: tl.constexpr, PREC: tl.constexpr,
                       F32_DOT: tl.constexpr, RES_K: tl.constexpr):
-    """_rec_fwd against the resident R tiles (_load_r_fwd): h_prev rows (times the mask) for
-    the whole K extent, one dot per gate."""
+    """_rec_fwd against the resident R tiles (_load_r_fwd; l_k: the remainder tiles with PREC
+    "split", else unused): h_prev rows (times the mask) for the whole K extent, one dot per
+    gate."""
     kk = tl.arange(0, RES_K)
     hm = mn[:, None] & (kk < H)[None, :]
     # written by other programs during this launch: bypass L1
@@ -258,10 +299,10 @@ def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, 
     if HAS_MASK:
         hv = hv * tl.load(mb + rn[:, None] * s_mn + kk[None, :], mask=hm,
                           other=0.0).to(tl.float32)
-    acc_i = mma(hv, r_i, acc_i, PREC, F32_DOT)
-    acc_f = mma(hv, r_f, acc_f, PREC, F32_DOT)
-    acc_z = mma(hv, r_z, acc_z, PREC, F32_DOT)
-    acc_o = mma(hv, r_o, acc_o, PREC, F32_DOT)
+    acc_i = rmma(hv, r_i, l_i, acc_i, PREC, F32_DOT)
+    acc_f = rmma(hv, r_f, l_f, acc_f, PREC, F32_DOT)
+    acc_z = rmma(hv, r_z, l_z, acc_z, PREC, F32_DOT)
+    acc_o = rmma(hv, r_o, l_o, acc_o, PREC, F32_DOT)
     return acc_i, acc_f, acc_z, acc_o
 
 
@@ -269,7 +310,7 @@ def _rec_fwd_resident(acc_i, acc_f, acc_z, acc_o, hb, s_hn, mb, s_mn, r_i, r_f, 
 def _fwd_seq_kernel(
         xp_ptr, r_ptr, h0_ptr, c0_ptr, m_ptr, p_ptr, z_ptr, c_ptr, h_ptr, cnt_ptr, hm_ptr,
         T, N, H, k0, nk,
-        s_xt, s_xn, s_rd, s_rr, s_rc, s_h0n, s_c0n, s_mt, s_mn,
+        s_xt, s_xn, s_rd, s_rr, s_rc, s_rs, s_h0n, s_c0n, s_mt, s_mn,
         s_zt, s_zn, s_ct, s_cn, s_ht, s_hn, s_hmt, s_hmn,
         BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
         AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
@@ -290,6 +331,10 @@ def _fwd_seq_kernel(
         p_i, p_f, p_z, p_o = load_peephole(p_ptr + 4 * dH + ru, mu, H, BI, BF, BZ, BO)
     if R_RESIDENT:  # the R slice, once for all the steps of this launch
         r_i, r_f, r_z, r_o = _load_r_fwd(rb, s_rr, s_rc, ru, mu, H, BI, BF, BZ, BO, RES_K)
+        l_i, l_f, l_z, l_o = r_i, r_f, r_z, r_o  # the remainder tiles ("split" only)
+        if PREC == "split":
+            l_i, l_f, l_z, l_o = _load_r_fwd(rb + s_rs, s_rr, s_rc, ru, mu, H, BI, BF, BZ, BO,
+                                             RES_K)
 
     # c_prev of the first step of this launch: c0 / zeros, or the cell written by the last launch
     if k0 == 0:
@@ -331,22 +376,22 @@ def _fwd_seq_kernel(
                 s_hb = s_hn
             if R_RESIDENT:
                 a_i, a_f, a_z, a_o = _rec_fwd_resident(
-                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, r_i, r_f, r_z, r_o, rn, mn, H,
-                    False, PREC, F32_DOT, RES_K)
+                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, r_i, r_f, r_z, r_o, l_i, l_f, l_z,
+                    l_o, rn, mn, H, False, PREC, F32_DOT, RES_K)
             else:
                 a_i, a_f, a_z, a_o = _rec_fwd(
-                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, rb, s_rr, s_rc, rn, mn, ru, mu, H,
-                    BI, BF, BZ, BO, False, PREC, F32_DOT, BLOCK_K)
+                    a_i, a_f, a_z, a_o, hb, s_hb, mb, s_mn, rb, s_rr, s_rc, s_rs, rn, mn, ru,
+                    mu, H, BI, BF, BZ, BO, False, PREC, F32_DOT, BLOCK_K)
         else:
             if HAS_H0:
                 if R_RESIDENT:
                     a_i, a_f, a_z, a_o = _rec_fwd_resident(
                         a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn, r_i, r_f, r_z, r_o,
-                        rn, mn, H, HAS_MASK, PREC, F32_DOT, RES_K)
+                        l_i, l_f, l_z, l_o, rn, mn, H, HAS_MASK, PREC, F32_DOT, RES_K)
                 else:
                     a_i, a_f, a_z, a_o = _rec_fwd(
-                        a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn, rb, s_rr, s_rc, rn,
-                        mn, ru, mu, H, BI, BF, BZ, BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
+                        a_i, a_f, a_z, a_o, h0_ptr + dH, s_h0n, mb, s_mn, rb, s_rr, s_rc, s_rs,
+                        rn, mn, ru, mu, H, BI, BF, BZ, BO, HAS_MASK, PREC, F32_DOT, BLOCK_K)
         if PEEP:
             a_i += p_i * c
             a_f += p_f * c
@@ -483,7 +528,7 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
             return None
         return forced
     fp32_rate = 512 if allow_tf32 else 170  # tf32x3: three TF32 products per product
-    prec = precision(dtype, allow_tf32)
+    prec = precision(dtype, allow_tf32, H)
     best = None
     for bn in (16, 32, 64):
         if bn > 16 and bn >= 2 * pow2(N):
@@ -566,37 +611,56 @@ def prefetch() -> bool:
     return v != "0"
 
 
-def precision(dtype: torch.dtype, allow_tf32: bool) -> str:
-    """tl.dot's input_precision: for float32 "tf32" with allow_tf32, else "tf32x3": each
-    operand split into a TF32 high part and a TF32 remainder, three tensor-core products
-    (hi*hi + hi*lo + lo*hi) accumulated in float32 - float32 accuracy (the dropped lo*lo term is
-    below float32's rounding of the operands), measured on the H200 1.3x (H=256) to 2x (H=1024)
-    faster than "ieee" (FMA, no tensor cores). MPSGRAPH_LSTM_FP32_DOT=ieee|tf32|tf32x3
-    overrides it (it also sets how large a resident R fits: MPSGRAPH_LSTM_R_RESIDENT,
-    `r_resident`). Ignored for the half types (their tensor-core dot is exact per product, fp32
-    accumulation)."""
+def precision(dtype: torch.dtype, allow_tf32: bool, H: int) -> str:
+    """tl.dot's input_precision for hidden size H: float32 with allow_tf32 "tf32"; float32
+    otherwise three TF32 products per product (hi*hi + hi*lo + lo*hi, accumulated in float32:
+    float32 accuracy, the dropped lo*lo term is below float32's rounding of the operands):
+
+    - "split" for H <= 256: R split into hi / lo once per call (`split_r`), the h / dA operand
+      per step (`rmma`), the two correction products in their own accumulation chain;
+      measured on the H200 (training step, LSTM_DESIGNS.md) 3-4% faster than "tf32x3" at the
+      default tilings of (N=8, H=128) and (64, 256), 14% at 16x16;
+    - "tf32x3" (Triton splits both operands at every dot) for H > 256, where "split" measured
+      slower (its K-chunk loop reads R's two halves from L2: -2% at (64, 512) bidirectional,
+      -22% at H = 1024). Both measured 1.3x (H=256) to 2x (H=1024) faster than "ieee" (FMA).
+
+    MPSGRAPH_LSTM_FP32_DOT=ieee|tf32|tf32x3|split overrides it (it also sets how large a
+    resident R fits: `r_resident`). Ignored for the half types (their tensor-core dot is exact
+    per product, float32 accumulation)."""
     if dtype != torch.float32:
         return "tf32"
     forced = os.environ.get("MPSGRAPH_LSTM_FP32_DOT", "").strip().lower()
-    if forced and forced not in ("ieee", "tf32", "tf32x3"):
-        raise ValueError(f"MPSGRAPH_LSTM_FP32_DOT={forced!r}: expected ieee, tf32 or tf32x3")
-    return forced or ("tf32" if allow_tf32 else "tf32x3")
+    if forced and forced not in ("ieee", "tf32", "tf32x3", "split"):
+        raise ValueError(f"MPSGRAPH_LSTM_FP32_DOT={forced!r}: expected ieee, tf32, tf32x3 or "
+                         "split")
+    if forced:
+        return forced
+    return "tf32" if allow_tf32 else ("split" if H <= 256 else "tf32x3")
 
 
-# R_RESIDENT caps, from ptxas for sm_90 (Triton 3.9, AOT compile;
-# the numbers are in lstm_seq_bwd's docstring). Triton keeps the resident tile in SHARED memory
-# (one local_alloc before the time loop) and reads it with ldmatrix at every step; with
-# BLOCK_N = 16 each warp holds the whole [BLOCK_N, K] operand (h_prev or dA rows) of a step in
-# registers, so two limits:
-# - the resident tile(s), 4 * pow2(H) * BLOCK_U elements forward and backward alike: <= 16384
-#   float32 / 32768 half = 64 KiB of shared memory (with BLOCK_U = 16: H <= 256 float32, 512
-#   half; with BLOCK_U = 32: H <= 128 / 256);
-# - the step's operand BLOCK_N * K (forward K = pow2(H), backward pow2(4H)), by dot precision:
-#   the half types and "tf32" <= 16384 (<= 255 registers, at most ~100 bytes of stack, like the
-#   chunked kernels); "tf32x3" <= 2048 (hi / lo copies of both operands: at 4096 ptxas spills
-#   KBs); "ieee" never (the FMA dot holds both operands in registers: spills KBs at 16x16, H=128).
-R_RESIDENT_MAX_TILE = {4: 16384, 2: 32768}
-R_RESIDENT_MAX_OPERAND = {"half": 16384, "tf32": 16384, "tf32x3": 2048, "ieee": 0}
+# R_RESIDENT caps, from ptxas for sm_90 (Triton 3.6 / 3.9, AOT compile on the CPU; numbers in
+# lstm_seq_bwd's docstring). Triton keeps the resident tile in SHARED memory (one local_alloc
+# before the time loop) and reads it with ldmatrix at every step; with mma.sync each warp holds
+# a [16, K] slice of the step's operand (h_prev or dA rows) in registers, so two limits:
+# - the resident tile(s), 4 * pow2(H) * BLOCK_U elements forward, pow2(4H) * BLOCK_U
+#   backward: float32 <= 16384 (64 KiB); half <= 65536 (128 KiB: one program per SM leaves
+#   227 KiB; forward 16x32 at H=512 takes 160 KiB, backward 194 KiB); "split" counts hi and lo
+#   (<= 32768 elements: 16x32 at H=128 takes 136 KiB, no spills);
+# - the step's operand, by dot precision and kernel (forward K = pow2(H), backward pow2(4H)):
+#   half forward K <= 512 and BLOCK_N * K <= 16384 (at K=1024 a warp's [16, K] slice spills
+#   2 KB), backward BLOCK_N * K <= 32768 (16x32 at K=2048: 32 bytes of stack; 32x32 at
+#   K=1024: none); "tf32" <= 16384 both; "tf32x3" and "split" <= 2048 (hi / lo copies of the
+#   operand: at 4096 ptxas spills KBs); "ieee" never (the FMA dot holds both operands in
+#   registers: spills KBs at 16x16, H=128).
+# Measured (H200, LSTM_DESIGNS.md): the half caps raised from 32768 / 16384 made (N=64, H=512)
+# bf16 resident at 16x32, 1.55x faster per training step bidirectional, 1.63x one-directional;
+# (256, 512) 32x32 forward-only resident 1.14x.
+R_RESIDENT_MAX_TILE = {"half": 65536, "tf32": 16384, "tf32x3": 16384, "split": 32768,
+                       "ieee": 16384}
+R_RESIDENT_MAX_OPERAND = {  # (forward, backward): max BLOCK_N * K
+    "half": (16384, 32768), "tf32": (16384, 16384), "tf32x3": (2048, 2048),
+    "split": (2048, 2048), "ieee": (0, 0)}
+R_RESIDENT_MAX_K = {"half": (512, 1 << 30)}  # (forward, backward); others: no cap of their own
 
 
 def r_resident(H: int, tiling: Tiling, dtype: torch.dtype, prec: str, backward: bool) -> int:
@@ -612,12 +676,39 @@ def r_resident(H: int, tiling: Tiling, dtype: torch.dtype, prec: str, backward: 
     if v == "0":
         return 0
     K = max(16, pow2(4 * H if backward else H))
-    half = dtype in (torch.float16, torch.bfloat16)
-    tile = K * tiling.block_u * (1 if backward else 4)
-    operand = tiling.block_n * K
-    fits = (tile <= R_RESIDENT_MAX_TILE[2 if half else 4]
-            and operand <= R_RESIDENT_MAX_OPERAND["half" if half else prec])
+    kind = "half" if dtype in (torch.float16, torch.bfloat16) else prec
+    tile = K * tiling.block_u * (1 if backward else 4) * (2 if kind == "split" else 1)
+    fits = (tile <= R_RESIDENT_MAX_TILE[kind]
+            and tiling.block_n * K <= R_RESIDENT_MAX_OPERAND[kind][backward]
+            and K <= R_RESIDENT_MAX_K.get(kind, (1 << 30, 1 << 30))[backward])
     return K if fits else 0
+
+
+@triton.jit
+def _split_r_kernel(r_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out[0] = TF32 high part of r (truncated), out[1] = the remainder rounded to TF32 (NaN
+    kept: NVIDIA's canonical NaN 0x7FFFFFFF would carry into the sign bit)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    hi, lo = tf32_split(tl.load(r_ptr + offs, mask=m, other=0.0))
+    lo_r = ((lo.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    tl.store(out_ptr + offs, hi, mask=m)
+    tl.store(out_ptr + n + offs, tl.where(lo == lo, lo_r, lo), mask=m)
+
+
+def split_r(R: torch.Tensor, prec: str) -> tuple[torch.Tensor, int]:
+    """The R operand of the kernels and s_rs, the offset (elements) of its remainder part: for
+    prec "split" R float32 [D, 4H, H] becomes its TF32 high part (R truncated to 10 mantissa
+    bits, exact as a TF32 operand) followed, s_rs elements later, by the remainder R - hi
+    rounded to TF32 (|error| <= 2^-21 |R|; 0 where R is infinite, NaN where R is NaN), in one
+    launch per call instead of a split of R at every step (`rmma`). Other precisions: (R, 0)."""
+    if prec != "split":
+        return R, 0
+    R = R.contiguous()
+    both = torch.empty((2, *R.shape), dtype=torch.float32, device=R.device)
+    n = R.numel()
+    _split_r_kernel[(cdiv(n, 1024),)](R, both, n, BLOCK=1024)
+    return both[0], n
 
 
 def kernel_meta(H: int, R: torch.Tensor, tiling: Tiling, *, sync: bool, allow_tf32: bool,
@@ -626,7 +717,7 @@ def kernel_meta(H: int, R: torch.Tensor, tiling: Tiling, *, sync: bool, allow_tf
     """The compile-time arguments both persistent kernels share: gate blocks and activations,
     direction, SYNC, dot precision, tiling, R resident, prefetch, warps and stages."""
     half = R.dtype in (torch.float16, torch.bfloat16)
-    prec = precision(R.dtype, allow_tf32)
+    prec = precision(R.dtype, allow_tf32, H)
     res_k = r_resident(H, tiling, R.dtype, prec, backward=backward)
     meta = dict(zip(("BI", "BF", "BZ", "BO"), blocks)) | dict(
         zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
@@ -681,6 +772,10 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
         return False
     xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
+    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
+                       activations=activations, reverse=reverse, bidirectional=bidirectional,
+                       backward=False)
+    R, s_rs = split_r(R, meta["PREC"])
     dummy = state
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     # mask at the producer: h[t] * m[t_next] of every step, the operand of the next product
@@ -688,7 +783,7 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     args = (xp, R, dummy if h0 is None else h0, dummy if c0 is None else c0,
             dummy if mask is None else mask, dummy if peephole is None else peephole,
             zstate, cell, state, cnt, dummy if hm is None else hm)
-    strides = (xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2),
+    strides = (xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2), s_rs,
                0 if h0 is None else h0.stride(0), 0 if c0 is None else c0.stride(0),
                0 if mask is None else mask.stride(0), 0 if mask is None else mask.stride(1),
                zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1),
@@ -696,9 +791,6 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
                0 if hm is None else hm.stride(1))
     for s in (state, cell, zstate):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
-    meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
-                       activations=activations, reverse=reverse, bidirectional=bidirectional,
-                       backward=False)
     meta.update(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
                 PEEP=peephole is not None)
     grid = (tiling.programs, D)
