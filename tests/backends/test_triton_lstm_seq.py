@@ -430,7 +430,17 @@ def test_plan(monkeypatch):
     t = lstm_seq_fwd.plan(64, 512, 2, cpu, torch.bfloat16, max_programs=132)
     assert (t.block_n, t.block_u) == (16, 32)  # both kernels resident, 2 x 64 programs
     assert all(lstm_seq_fwd.r_resident(512, t, torch.bfloat16, "tf32", b) for b in (0, 1))
-    assert bnu(256, 512, torch.float32) == (64, 16)  # N > 64: the cost model
+    # N > 64: the narrowest BLOCK_U, then the widest BLOCK_N
+    assert bnu(256, 512, torch.float32) == bnu(256, 512, torch.bfloat16) == (64, 16)
+    # the measured chunk sizes, warps and pipeline depths (forward, backward)
+    t = lstm_seq_fwd.plan(64, 1024, 1, cpu, torch.bfloat16, max_programs=132)
+    assert (t.block_k_fwd, t.block_k_bwd, t.num_warps, t.num_stages, t.num_stages_bwd) == \
+        (64, 256, 4, 3, 3)
+    t = lstm_seq_fwd.plan(64, 256, 1, cpu, torch.float32, max_programs=132)
+    assert (t.block_k_fwd, t.block_k_bwd, t.num_warps, t.num_stages, t.num_stages_bwd) == \
+        (32, 64, 4, 3, 3)
+    assert lstm_seq_fwd._tiling(64, 256, 64, 64, 4).num_stages == 1  # 72 KiB per stage
+    assert lstm_seq_fwd._stages(1 << 20) == 1
     # too large to keep every program co-resident: no plan (the caller uses the step path)
     assert lstm_seq_fwd.plan(4096, 4096, 2, cpu, max_programs=132) is None
     assert lstm_seq_fwd.plan(0, 16, 1, cpu) is None
@@ -442,6 +452,30 @@ def test_plan(monkeypatch):
     monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "32,12")
     with pytest.raises(ValueError, match="MPSGRAPH_LSTM_TILING"):
         lstm_seq_fwd.plan(64, 256, 1, cpu)
+
+
+def test_launch_retries_with_fewer_stages():
+    from triton.runtime.errors import OutOfResources
+
+    calls = []
+
+    class Kernel:  # out of shared memory above `fits` stages
+        def __init__(self, fits):
+            self.fits = fits
+
+        def __getitem__(self, grid):
+            def run(*args, num_stages, **kw):
+                calls.append(num_stages)
+                if num_stages > self.fits:
+                    raise OutOfResources(300000, 232448, "shared memory")
+            return run
+
+    meta = lstm_seq_fwd.launch(Kernel(1), (1,), (0,), {"num_stages": 3, "X": 1})
+    assert calls == [3, 2, 1] and meta == {"num_stages": 1, "X": 1}
+    calls.clear()
+    with pytest.raises(OutOfResources):
+        lstm_seq_fwd.launch(Kernel(0), (1,), (0,), {"num_stages": 2})
+    assert calls == [2, 1]
 
 
 def test_empty_is_not_run():

@@ -76,6 +76,7 @@ from .lstm_seq_fwd import (
     _unit,
     grid_barrier,
     kernel_meta,
+    launch,
     launch_plan,
     load_gates,
     load_peephole,
@@ -359,11 +360,11 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                 HAS_DCF=dc_final is not None, DP=dpp is not None)
     grid = (tiling.programs, D)
     if sync:
-        _bwd_seq_kernel[grid](*args, T, N, H, 0, T, 1, *strides, **meta)
+        launch(_bwd_seq_kernel, grid, (*args, T, N, H, 0, T, 1, *strides), meta)
     else:
         for j in range(T):
-            _bwd_seq_kernel[grid](*args, T, N, H, j, 1, 0, *strides, **meta)
-        _bwd_seq_kernel[grid](*args, T, N, H, T, 0, 1, *strides, **meta)
+            meta = launch(_bwd_seq_kernel, grid, (*args, T, N, H, j, 1, 0, *strides), meta)
+        launch(_bwd_seq_kernel, grid, (*args, T, N, H, T, 0, 1, *strides), meta)
     if dpeep is not None:
         torch.sum(dpp, dim=0, out=dpeep.view(D, 4 * H))
     return True

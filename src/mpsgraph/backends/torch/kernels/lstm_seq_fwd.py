@@ -96,6 +96,7 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 from . import cdiv, pow2
 from .lstm_cell import cell_step
@@ -428,8 +429,8 @@ def _fwd_seq_kernel(
 class Tiling:
     """How the persistent kernels cut an (N, H) problem: each of `programs` programs per
     direction owns block_n batch rows x block_u hidden units; block_k_fwd / block_k_bwd are the
-    reduction chunks of the forward (over H) and backward (over 4H) recurrent products.
-    est_step_us is the rough cost model's time of one step of one pass (see `plan`)."""
+    reduction chunks of the forward (over H) and backward (over 4H) recurrent products, and
+    num_stages / num_stages_bwd the software-pipeline depths of those chunk loops."""
     block_n: int
     block_u: int
     block_k_fwd: int
@@ -438,45 +439,49 @@ class Tiling:
     num_stages: int
     tiles_n: int
     tiles_u: int
-    est_step_us: float = 0.0
+    num_stages_bwd: int = 2
 
     @property
     def programs(self) -> int:
         return self.tiles_n * self.tiles_u
 
 
+# shared memory the K-chunk pipeline may take (one program per SM; an H200 SM has 227 KiB)
+_PIPE_BYTES = 200 * 1024
+
+
+def _stages(per_stage: int) -> int:
+    """Software-pipeline depth of a K-chunk loop whose chunk operands take `per_stage` bytes:
+    3 (measured best, below) while (stages + 2) * per_stage fits _PIPE_BYTES (Triton 3.6 took
+    (stages + 1) * per_stage in the cases that overflowed), else fewer."""
+    for st in (3, 2):
+        if (st + 2) * per_stage <= _PIPE_BYTES:
+            return st
+    return 1
+
+
 def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
-            bkb: int | None = None, warps: int | None = None, stages: int = 2,
-            est: float = 0.0) -> Tiling:
-    """A Tiling with the reduction chunks sized so a chunk's operands (h_prev or dA rows and the
-    R slice) stay <= 8192 elements (ptxas for sm_90: <= ~230 registers, no spills, <= 64 KiB of
-    shared memory with two pipeline stages for every tiling `plan` picks); 8 warps from 1024
-    outputs per program."""
-    cap = 128 if elem == 2 else 64
+            bkb: int | None = None, warps: int | None = None,
+            stages: int | None = None) -> Tiling:
+    """A Tiling with the chunk sizes, warps and pipeline depths of the K-chunk loops, measured
+    (H200, training step, `lstm_sweep.py`; LSTM_DESIGNS.md): forward chunks of 64 (half) / 32
+    (float32) hidden units, backward chunks of 256 (half, BLOCK_N = 16) / 128 (half) / 64
+    (float32), 4 warps, 3 stages where the shared memory allows (`_stages`; float32 counts R's
+    "split" hi and lo). Against the previous 8192-element chunk cap, 8 warps from 1024 outputs
+    and 2 stages: (N=64, H=1024) bf16 3.83 -> 2.12 ms, (64, 256) float32 2.25 -> 1.93,
+    (8, 128) float32 0.59 -> 0.52, (256, 512) bf16 at 64x16 (4 stages) 4.36 vs 6.27 at 32x32.
+    `stages` (the env override) sets both loops' depth."""
+    half = elem == 2
     if bkf is None:
-        bkf = max(16, min(pow2(H), cap))
-        while bkf > 16 and (bn + 4 * bu) * bkf > 8192:
-            bkf //= 2
+        bkf = max(16, min(pow2(H), 64 if half else 32))
     if bkb is None:
-        bkb = max(16, min(pow2(4 * H), 2 * cap))
-        while bkb > 16 and (bn + bu) * bkb > 8192:
-            bkb //= 2
+        bkb = max(16, min(pow2(4 * H), (256 if bn <= 16 else 128) if half else 64))
     if warps is None:
-        warps = 8 if bn * bu >= 1024 else 4
-    return Tiling(bn, bu, bkf, bkb, warps, stages, cdiv(N, bn), cdiv(H, bu), est)
-
-
-def _model_us(N: int, H: int, D: int, bn: int, bu: int, elem: int, fp32_rate: int) -> float:
-    """Rough time (us) of one step of one pass on a Hopper-class SM (1.8 GHz), not measured:
-    the recurrent product at `fp32_rate` (FMA) or ~1024 (half tensor core) MAC/clk, ~64 B/clk of
-    L2 traffic per SM (h_prev rows, the R slice: the barrier's acquire invalidates L1 every
-    step, the tile's own I/O) and a barrier of ~1500 clk + 4 clk per program."""
-    hk = cdiv(H, 16) * 16
-    rate = 1024 if elem == 2 else fp32_rate
-    compute = bn * 4 * bu * hk / rate
-    l2 = bn * hk * 4 + 4 * bu * hk * elem + bn * bu * 40
-    P = cdiv(N, bn) * cdiv(H, bu)
-    return (compute + l2 / 64 + 1500 + 4 * P * D) / 1800.0
+        warps = 4
+    r_el = elem if half else 2 * elem  # float32 "split" streams R's hi and lo parts
+    st_f = stages or _stages(bn * bkf * 4 + 4 * bu * bkf * r_el)  # h_prev rows are float32
+    st_b = stages or _stages(bn * bkb * elem + bkb * bu * r_el)  # dA rows in R's dtype
+    return Tiling(bn, bu, bkf, bkb, warps, st_f, cdiv(N, bn), cdiv(H, bu), st_b)
 
 
 def _override(N: int, H: int, elem: int) -> Tiling | None:
@@ -490,7 +495,7 @@ def _override(N: int, H: int, elem: int) -> Tiling | None:
         raise ValueError(f"MPSGRAPH_LSTM_TILING={spec!r}: expected BN,BU[,BKF,BKB[,WARPS"
                          "[,STAGES]]], powers of two >= 16")
     return _tiling(N, H, v[0], v[1], elem, *(v[2:4] or (None, None)),
-                   *(v[4:5] or (None,)), *(v[5:6] or (2,)))
+                   *(v[4:5] or (None,)), *(v[5:6] or (None,)))
 
 
 def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torch.float32,
@@ -505,14 +510,15 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
     4096 (four float32 accumulators per program). The choice, by regime:
 
     - N <= 64 (latency-bound: a step's work is tiny next to its dependent round trips), a
-      measured rule (H200, `benchmarks/lstm_sweep.py`; the cost model below had the order
-      wrong at every such shape measured): most kernels with R resident (`r_resident`, forward
+      measured rule (H200, `benchmarks/lstm_sweep.py`; a cost model had the order wrong at
+      every such shape measured): most kernels with R resident (`r_resident`, forward
       and backward), then the narrowest BLOCK_N, then the fewest programs, with BLOCK_U <= 32
       (64 measured slower at every shape). E.g. (N=64, H=256): 16x32 bf16 (1.01 ms vs 1.05 for
       16x16), 16x16 TF32 (both kernels resident: 1.58 vs 2.00), 16x32 float32 (2.81 vs 3.07);
       (N=8, H=128) 16x32 (0.64 ms vs 0.89 float32); (N=64, H=1024) 16x32 (3.97 ms vs 4.33 bf16).
-    - N > 64: the lowest `_model_us` (ties: fewer programs), which picked the best measured
-      tiling at (N=256, H=512) float32 (64x16: 28.4 ms vs 38.4 for 32x32).
+    - N > 64 (each step a real GEMM): the narrowest BLOCK_U, then the widest BLOCK_N, then
+      the fewest programs: 64x16 at (N=256, H=512), measured best in float32 (28.4 ms vs 38.4
+      for 32x32) and bf16 (4.36 ms vs 5.42 for 32x32 with its forward R resident).
 
     Deadlock risks the caller accepts with SYNC launches: another kernel holding SMs for the
     whole run (a concurrent persistent kernel), or an SM budget smaller than
@@ -527,7 +533,6 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
         if max_programs is not None and forced.programs * D > max_programs:
             return None
         return forced
-    fp32_rate = 512 if allow_tf32 else 170  # tf32x3: three TF32 products per product
     prec = precision(dtype, allow_tf32, H)
     best = None
     for bn in (16, 32, 64):
@@ -539,7 +544,6 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
             P = cdiv(N, bn) * cdiv(H, bu)
             if max_programs is not None and P * D > max_programs:
                 continue
-            est = _model_us(N, H, D, bn, bu, elem, fp32_rate)
             if N <= 64:
                 if bu > 32:
                     continue
@@ -547,12 +551,12 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
                 res = sum(r_resident(H, til, dtype, prec, b) > 0 for b in (False, True))
                 key = (-res, bn, P)
             else:
-                key = (round(est, 3), P)
+                key = (bu, -bn, P)
             if best is None or key < best[0]:
-                best = (key, bn, bu, est)
+                best = (key, bn, bu)
     if best is None:
         return None
-    return _tiling(N, H, best[1], best[2], elem, est=best[3])
+    return _tiling(N, H, best[1], best[2], elem)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -591,6 +595,20 @@ def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
         raise ValueError("a persistent launch (sync=True) under the interpreter needs a tiling "
                          "with one program per direction (it would wait forever)")
     return tiling, bool(sync)
+
+
+def launch(kernel, grid, args: tuple, meta: dict) -> dict:
+    """kernel[grid](*args, **meta), retried with one software-pipeline stage fewer while Triton
+    reports that shared memory does not suffice (`_stages` budgets conservatively; this is the
+    net under it). Returns the meta that launched (reuse it for the next launches)."""
+    while True:
+        try:
+            kernel[grid](*args, **meta)
+            return meta
+        except OutOfResources:
+            if meta["num_stages"] <= 1:
+                raise
+            meta = {**meta, "num_stages": meta["num_stages"] - 1}
 
 
 def _unit(t: torch.Tensor | None) -> torch.Tensor | None:
@@ -727,7 +745,7 @@ def kernel_meta(H: int, R: torch.Tensor, tiling: Tiling, *, sync: bool, allow_tf
                 BLOCK_K=tiling.block_k_bwd if backward else tiling.block_k_fwd,
                 TILES_U=tiling.tiles_u, CNT_STRIDE=_CNT_STRIDE, R_RESIDENT=res_k > 0,
                 RES_K=max(res_k, 16), PREFETCH=prefetch(), num_warps=tiling.num_warps,
-                num_stages=tiling.num_stages)
+                num_stages=tiling.num_stages_bwd if backward else tiling.num_stages)
     return meta
 
 
@@ -795,8 +813,8 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
                 PEEP=peephole is not None)
     grid = (tiling.programs, D)
     if sync:
-        _fwd_seq_kernel[grid](*args, T, N, H, 0, T, *strides, **meta)
+        launch(_fwd_seq_kernel, grid, (*args, T, N, H, 0, T, *strides), meta)
     else:
         for k in range(T):
-            _fwd_seq_kernel[grid](*args, T, N, H, k, 1, *strides, **meta)
+            meta = launch(_fwd_seq_kernel, grid, (*args, T, N, H, k, 1, *strides), meta)
     return True
