@@ -383,3 +383,26 @@ def test_device_mapping_and_errors():
             get_backend(mg.Device(f"cuda:{n}"))
     with pytest.raises(mg.UnsupportedError, match="no torch kernel"):
         be.kernel("noSuchOp")
+
+
+def test_capture_runs_without_the_cycle_collector():
+    # GraphReplayer captures inside no_gc(): a collection during a capture could destroy an
+    # unrelated CUDA graph, which invalidates the capture (CPU check of the guard itself)
+    import gc
+
+    from mpsgraph.backends.torch import no_gc
+
+    assert gc.isenabled()
+    with no_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), no_gc():
+        raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_gc():
+            pass
+        assert not gc.isenabled()  # left as found
+    finally:
+        gc.enable()

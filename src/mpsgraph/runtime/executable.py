@@ -10,6 +10,7 @@ shape tensor that is fed or computed): its rule runs again at run time on that v
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -145,8 +146,11 @@ class _AutoReplay:
         try:  # falls back to op by op if capture fails
             with calib.timing("graph"):
                 return self.replayer(feeds, bindable)
-        except Exception:  # noqa: BLE001 - any capture failure: run op by op from now on
+        except Exception as e:  # noqa: BLE001 - any capture failure: run op by op from now on
             calib.decided = "eager"
+            warnings.warn(f"mpsgraph: the CUDA-graph capture failed ({type(e).__name__}: "
+                          f"{str(e)[:200]}); this executable runs op by op from now on",
+                          RuntimeWarning, stacklevel=3)
             return self.eager(feeds)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -266,6 +267,23 @@ class Backend:
 
 
 
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's cycle collector collected first, then off for the block (restored after): a
+    collection during a CUDA-graph capture may destroy an unrelated, unreachable CUDA graph
+    (its reset is not permitted while a stream captures), which invalidates the capture - seen
+    in a benchmark process holding earlier rows' graphs ("operation not permitted when stream
+    is capturing (function reset)"), after which the automatic mode ran op by op."""
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class GraphReplayer:
     """Replays an executable's plan captured in CUDA graphs.
 
@@ -315,7 +333,7 @@ class GraphReplayer:
                     self._execute(feeds, False)
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with ctx(), torch.cuda.graph(graph, pool=self._pool):
+            with no_gc(), ctx(), torch.cuda.graph(graph, pool=self._pool):
                 outs = self._execute(feeds)
         finally:
             torch.backends.cudnn.benchmark = bench
