@@ -444,6 +444,9 @@ def test_plan(monkeypatch):
     # too large to keep every program co-resident: no plan (the caller uses the step path)
     assert lstm_seq_fwd.plan(4096, 4096, 2, cpu, max_programs=132) is None
     assert lstm_seq_fwd.plan(0, 16, 1, cpu) is None
+    # cached per arguments and knob values: the same answer object, until a knob changes
+    assert lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132) is \
+        lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132)
     monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "32,16,32,64,8")
     t = lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132)
     assert (t.block_n, t.block_u, t.block_k_fwd, t.block_k_bwd, t.num_warps) == \
