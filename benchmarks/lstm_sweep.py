@@ -8,7 +8,8 @@ Each row times `rnn.lstm_forward` and `rnn.lstm_backward` (everything a training
 the input projection, the recurrence, the weight-gradient GEMMs) captured in a CUDA graph,
 device-only: 10 replays queued per sample, median of 15. The environment variables of
 backends/torch/rnn.py select what runs: MPSGRAPH_LSTM_KERNEL (persistent | step | torch),
-MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels),
+MPSGRAPH_LSTM_TILING ("BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" of the persistent kernels;
+MPSGRAPH_LSTM_TILING_BWD for the backward kernel alone),
 MPSGRAPH_LSTM_FP32_DOT (ieee | tf32 | tf32x3 | split), MPSGRAPH_LSTM_R_RESIDENT (1, the default: the
 persistent kernels load their R slice once per launch where `lstm_seq_fwd.r_resident`'s caps
 hold; 0: the K-chunk loop, the "chunked" rows) and MPSGRAPH_LSTM_PREFETCH (0 turns the next-step

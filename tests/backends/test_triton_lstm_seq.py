@@ -36,6 +36,7 @@ def triton_on(monkeypatch):
     monkeypatch.delenv("MPSGRAPH_NO_TRITON", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_KERNEL", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING_BWD", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_R_RESIDENT", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_FP32_DOT", raising=False)
     if not CUDA:
@@ -372,6 +373,23 @@ def test_rnn_float32(case, triton_on, monkeypatch):
     _rnn_check(case, torch.float32, 1e-5, monkeypatch)
 
 
+def test_rnn_backward_tiled_on_its_own(triton_on, monkeypatch):
+    # MPSGRAPH_LSTM_TILING_BWD: the backward kernel with another tiling than the forward's
+    # (several row and unit tiles in one, one program in the other)
+    seen = []
+    run = lstm_seq_bwd._bwd_seq_kernel.run
+
+    def spy(*a, **kw):
+        seen.append((kw["BLOCK_N"], kw["BLOCK_U"]))
+        return run(*a, **kw)
+
+    monkeypatch.setattr(lstm_seq_bwd._bwd_seq_kernel, "run", spy)
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "16,16,16,16")
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING_BWD", "32,32,32,32")
+    _rnn_check(CASES[7], torch.float32, 1e-5, monkeypatch)
+    assert set(seen) == {(32, 32)}
+
+
 @pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 6e-2), (torch.float16, 1e-2)])
 @pytest.mark.parametrize("case", HALF_CASES[:2], ids=str)
 def test_rnn_half(case, dtype, tol, triton_on, monkeypatch):
@@ -404,6 +422,7 @@ def test_kernel_path_env(triton_on, monkeypatch):
 
 def test_plan(monkeypatch):
     monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING_BWD", raising=False)
     cpu = torch.device("cpu")
     shapes = [(64, 256, 1), (8, 128, 1), (64, 1024, 1), (256, 512, 1), (64, 512, 2)]
     for N, H, D in shapes:
@@ -452,6 +471,16 @@ def test_plan(monkeypatch):
     assert (t.block_n, t.block_u, t.block_k_fwd, t.block_k_bwd, t.num_warps) == \
         (32, 16, 32, 64, 8)
     assert t.programs == 2 * 16
+    # the backward kernel's own override (else the shared one)
+    assert lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132, backward=True) == t
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING_BWD", "16,64")
+    tb = lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132, backward=True)
+    assert (tb.block_n, tb.block_u) == (16, 64)
+    assert lstm_seq_fwd.plan(64, 256, 1, cpu, max_programs=132) == t
+    monkeypatch.setenv("MPSGRAPH_LSTM_TILING_BWD", "16,x")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_TILING_BWD"):
+        lstm_seq_fwd.plan(64, 256, 1, cpu, backward=True)
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING_BWD")
     monkeypatch.setenv("MPSGRAPH_LSTM_TILING", "32,12")
     with pytest.raises(ValueError, match="MPSGRAPH_LSTM_TILING"):
         lstm_seq_fwd.plan(64, 256, 1, cpu)

@@ -122,8 +122,9 @@ def _allow_tf32() -> bool:
 
 
 def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H: int,
-                     D: int):
-    """The persistent kernels' tiling when they apply to this call, else None.
+                     D: int, backward: bool = False):
+    """The persistent kernels' tiling (the backward kernel's with `backward`) when they apply
+    to this call, else None.
 
     By default (no MPSGRAPH_LSTM_KERNEL) float32 takes the persistent path only while a step's
     recurrent product is small (N * 4H * H <= 2**26 multiply-adds): measured on the H200, its
@@ -142,7 +143,7 @@ def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H
 
     sync = device.type == "cuda" and not lstm_seq_fwd.interpreting()
     return lstm_seq_fwd.plan(N, H, D, device, dtype, max_programs=None if sync else 1 << 30,
-                             allow_tf32=_allow_tf32())
+                             allow_tf32=_allow_tf32(), backward=backward)
 
 
 
@@ -283,7 +284,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     for. `b` is not read (zState already holds the gates)."""
     del b
     tiling = _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
-                              2 if bidirectional else 1)
+                              2 if bidirectional else 1, backward=True)
     if tiling is not None:
         return _backward_persistent(
             x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,

@@ -328,7 +328,7 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     Returns False (nothing written) when `plan` finds no tiling; sync as forward_sequence."""
     T, N, H, D = zstate.shape[0], zstate.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = zstate.device
-    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
+    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32, backward=True)
     if tiling is None:
         return False
     assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"

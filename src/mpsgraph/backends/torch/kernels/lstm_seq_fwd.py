@@ -485,23 +485,33 @@ def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
     return Tiling(bn, bu, bkf, bkb, warps, st_f, cdiv(N, bn), cdiv(H, bu), st_b)
 
 
-def _override(N: int, H: int, elem: int) -> Tiling | None:
-    """MPSGRAPH_LSTM_TILING="BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" (benchmarking). The other
-    knobs: MPSGRAPH_LSTM_FP32_DOT (`precision`), MPSGRAPH_LSTM_R_RESIDENT (`r_resident`)."""
-    spec = os.environ.get("MPSGRAPH_LSTM_TILING", "").strip()
+def _override(N: int, H: int, elem: int, backward: bool) -> Tiling | None:
+    """MPSGRAPH_LSTM_TILING="BN,BU[,BKF,BKB[,WARPS[,STAGES]]]" (benchmarking), for the
+    backward kernel MPSGRAPH_LSTM_TILING_BWD where set (the two kernels share no state, so
+    they may be tiled differently). The other knobs: MPSGRAPH_LSTM_FP32_DOT (`precision`),
+    MPSGRAPH_LSTM_R_RESIDENT (`r_resident`)."""
+    name = "MPSGRAPH_LSTM_TILING"
+    if backward and os.environ.get(name + "_BWD", "").strip():
+        name += "_BWD"
+    spec = os.environ.get(name, "").strip()
     if not spec:
         return None
-    v = [int(s) for s in spec.split(",")]
+    try:
+        v = [int(s) for s in spec.split(",")]
+    except ValueError:
+        v = []
     if len(v) not in (2, 4, 5, 6) or any(x < 16 or x & (x - 1) for x in v[:4]):
-        raise ValueError(f"MPSGRAPH_LSTM_TILING={spec!r}: expected BN,BU[,BKF,BKB[,WARPS"
-                         "[,STAGES]]], powers of two >= 16")
+        raise ValueError(f"{name}={spec!r}: expected BN,BU[,BKF,BKB[,WARPS[,STAGES]]], "
+                         "powers of two >= 16")
     return _tiling(N, H, v[0], v[1], elem, *(v[2:4] or (None, None)),
                    *(v[4:5] or (None,)), *(v[5:6] or (None,)))
 
 
 def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torch.float32,
-         *, max_programs: int | None = None, allow_tf32: bool = False) -> Tiling | None:
-    """The tiling of the persistent kernels for batch N, hidden H, D directions, or None when
+         *, max_programs: int | None = None, allow_tf32: bool = False,
+         backward: bool = False) -> Tiling | None:
+    """The tiling of the persistent kernels for batch N, hidden H, D directions (of the
+    backward kernel with `backward`: only the env override tells them apart), or None when
     the problem cannot be tiled with all P * D programs co-resident (the caller then uses the
     per-step path).
 
@@ -533,10 +543,11 @@ def plan(N: int, H: int, D: int, device: torch.device, dtype: torch.dtype = torc
         max_programs = _sm_count(torch.cuda.current_device() if device.index is None
                                  else device.index)
     knobs = tuple(os.environ.get(k, "") for k in _PLAN_KNOBS)
-    return _plan(N, H, D, dtype, max_programs, allow_tf32, knobs)
+    return _plan(N, H, D, dtype, max_programs, allow_tf32, backward, knobs)
 
 
-_PLAN_KNOBS = ("MPSGRAPH_LSTM_TILING", "MPSGRAPH_LSTM_FP32_DOT", "MPSGRAPH_LSTM_R_RESIDENT")
+_PLAN_KNOBS = ("MPSGRAPH_LSTM_TILING", "MPSGRAPH_LSTM_TILING_BWD", "MPSGRAPH_LSTM_FP32_DOT",
+               "MPSGRAPH_LSTM_R_RESIDENT")
 
 
 @functools.cache
@@ -546,11 +557,11 @@ def _sm_count(index: int) -> int:
 
 @functools.lru_cache(maxsize=512)
 def _plan(N: int, H: int, D: int, dtype: torch.dtype, max_programs: int | None,
-          allow_tf32: bool, knobs: tuple[str, ...]) -> Tiling | None:
+          allow_tf32: bool, backward: bool, knobs: tuple[str, ...]) -> Tiling | None:
     """`plan` (`knobs`: the values of _PLAN_KNOBS it read, part of the cache key only)."""
     del knobs
     elem = 2 if dtype in (torch.float16, torch.bfloat16) else 4
-    forced = _override(N, H, elem)
+    forced = _override(N, H, elem, backward)
     if forced is not None:
         if max_programs is not None and forced.programs * D > max_programs:
             return None
@@ -593,9 +604,10 @@ def interpreting() -> bool:
 
 
 def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
-                tiling: Tiling | None, sync: bool | None,
-                allow_tf32: bool) -> tuple[Tiling | None, bool]:
-    """(tiling, sync) of a call of the wrappers (R [D, 4H, H]); tiling None when the call
+                tiling: Tiling | None, sync: bool | None, allow_tf32: bool,
+                backward: bool = False) -> tuple[Tiling | None, bool]:
+    """(tiling, sync) of a call of the wrappers (R [D, 4H, H]; the backward kernel's with
+    `backward`); tiling None when the call
     cannot run (nothing to do when T, N or H is 0). sync=None: one persistent launch on CUDA,
     one launch per step under the interpreter (which runs programs one after another: there a
     persistent launch only works with one program per direction, as the grid barrier then
@@ -609,9 +621,9 @@ def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
         sync = dev.type == "cuda" and not interpreting()
     if tiling is None:
         tiling = plan(N, H, D, dev, dtype, max_programs=None if sync else 1 << 30,
-                      allow_tf32=allow_tf32)
-    elif sync and dev.type == "cuda" and tiling.programs * D > \
-            torch.cuda.get_device_properties(dev).multi_processor_count:
+                      allow_tf32=allow_tf32, backward=backward)
+    elif sync and dev.type == "cuda" and tiling.programs * D > _sm_count(
+            torch.cuda.current_device() if dev.index is None else dev.index):
         tiling = None
     if tiling is not None and sync and interpreting() and tiling.programs > 1:
         raise ValueError("a persistent launch (sync=True) under the interpreter needs a tiling "
