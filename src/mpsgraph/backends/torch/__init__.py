@@ -269,13 +269,13 @@ class Backend:
 
 @contextlib.contextmanager
 def no_gc() -> Iterator[None]:
-    """Python's cycle collector collected first, then off for the block (restored after): a
-    collection during a CUDA-graph capture may destroy an unrelated, unreachable CUDA graph
-    (its reset is not permitted while a stream captures), which invalidates the capture - seen
-    in a benchmark process holding earlier rows' graphs ("operation not permitted when stream
-    is capturing (function reset)"), after which the automatic mode ran op by op."""
+    """Python's cycle collector off for the block (restored after): a collection during a
+    CUDA-graph capture may destroy an unrelated, unreachable CUDA graph (its reset is not
+    permitted while a stream captures), which invalidates the capture - seen in a benchmark
+    process holding earlier rows' graphs ("operation not permitted when stream is capturing
+    (function reset)"), after which the automatic mode ran op by op. Such garbage is then
+    collected after the capture (no collection forced here: a full one is costly)."""
     was = gc.isenabled()
-    gc.collect()
     gc.disable()
     try:
         yield
