@@ -62,6 +62,8 @@ class Case:
     H: int = 5
     tile: tuple[int, int, int, int] | None = None  # BN, BU, BKF, BKB (None: plan)
     smooth: bool = False  # the default activations instead (no kinks: for the half types)
+    r_scale: float = 0.4  # R's entries: N(0, r_scale^2) (smaller for large H: see the cluster
+    # cases)
 
     @property
     def D(self):
@@ -112,7 +114,7 @@ def _inputs(case: Case, dtype=torch.float32):
     def r(*s, scale=1.0):
         return (torch.randn(*s, generator=g) * scale).to(dtype)
 
-    a = {"x": r(T, N, I if case.W else D * G), "R": r(D, G, H, scale=0.4),
+    a = {"x": r(T, N, I if case.W else D * G), "R": r(D, G, H, scale=case.r_scale),
          "W": r(D * G, I, scale=0.4) if case.W else None,
          "b": r(D * G, scale=0.5) if case.b else None,
          "h0": r(N, D * H) if case.h0 else None, "c0": r(N, D * H) if case.c0 else None,
@@ -643,3 +645,78 @@ def test_r_resident_caps(monkeypatch):
     monkeypatch.setenv("MPSGRAPH_LSTM_R_RESIDENT", "yes")
     with pytest.raises(ValueError, match="MPSGRAPH_LSTM_R_RESIDENT"):
         rr(5, 16, 16)
+
+
+# ----------------------------------------------------------------------------------------------
+# the cluster path (kernels/lstm_cluster.py; Hopper+ GPUs only: it is CUDA, not Triton): taken
+# by the same wrappers for float32 calls with N <= 16 and H in 64..256 (a multiple of 32) when
+# no tiling / launch mode is asked for; checked against the float64 reference like the rest
+# ----------------------------------------------------------------------------------------------
+
+CLUSTER = CUDA and torch.cuda.get_device_capability()[0] >= 9
+CLUSTER_CASES = [
+    Case(0, peep=True, mask="seq", h0=True, c0=True, dcell=True, dhf=True, dcf=True, T=5, N=3,
+         H=64),
+    Case(1, fgl=True, mask="state", dirs="rev", c0=True, b=False, dhf=True, T=4, N=8, H=128),
+    Case(2, peep=True, dirs="bi", h0=True, W=False, dcell=True, dcf=True, T=3, N=16, H=64),
+    Case(3, fgl=True, peep=True, mask="seq", dirs="bi", dhf=True, dcf=True, T=6, N=5, H=128),
+    Case(4, mask="state", h0=True, c0=True, W=False, b=False, dcell=True, T=3, N=1, H=96),
+    Case(2, fgl=True, dirs="rev", peep=True, mask="seq", h0=True, T=4, N=9, H=256),
+    Case(4, peep=True, mask="state", dirs="bi", c0=True, dhf=True, T=5, N=4, H=64),
+    Case(3, smooth=True, T=7, N=8, H=128),  # the default LSTM, the benchmark's (N, H)
+    Case(3, T=1, N=2, H=64),
+    Case(3, smooth=True, mask="seq", dirs="bi", h0=True, c0=True, dcell=True, T=9, N=16,
+         H=256),
+]
+# R's scale 0.4 (the small-H cases') makes |h| reach 150-600 at H >= 128 with the unbounded
+# activations, where float32 itself (torch's float32 LSTM) misses the float64 reference by
+# 3-6x the tolerance; 0.1 keeps the pre-activations O(1)
+CLUSTER_CASES = [replace(c, r_scale=0.1) for c in CLUSTER_CASES]
+
+
+@pytest.fixture
+def cluster_runs(monkeypatch):
+    """Counts the cluster path's forward and backward calls."""
+    from mpsgraph.backends.torch.kernels import lstm_cluster
+
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
+    seen = []
+    for name in ("forward", "backward"):
+        fn = getattr(lstm_cluster, name)
+        monkeypatch.setattr(lstm_cluster, name,
+                            lambda *a, _fn=fn, _n=name, **k: seen.append(_n) or _fn(*a, **k))
+    return seen
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.parametrize("case", CLUSTER_CASES, ids=str)
+def test_cluster_float32(case, cluster_runs):
+    # H = 96 is outside the path (U = 12: no lane grouping): the Triton kernels run it
+    _kernel_check(case, torch.float32, 1e-5, None)
+    want = [] if case.H == 96 else ["forward", "backward"]
+    assert cluster_runs == want
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.parametrize("case", [CLUSTER_CASES[0], CLUSTER_CASES[3]], ids=str)
+def test_cluster_through_rnn(case, cluster_runs, triton_on, monkeypatch):
+    _rnn_check(case, torch.float32, 1e-5, monkeypatch)
+    assert cluster_runs == ["forward", "backward"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+def test_cluster_off_and_other_configs(cluster_runs, monkeypatch):
+    case = CLUSTER_CASES[1]
+    monkeypatch.setenv("MPSGRAPH_LSTM_CLUSTER", "0")  # the Triton kernels
+    _kernel_check(case, torch.float32, 1e-5, None)
+    assert cluster_runs == []
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER")
+    for cfg in ("2,8,2,16", "4,16,8,16"):  # other thread shapes of the same kernels
+        monkeypatch.setenv("MPSGRAPH_LSTM_CLUSTER_CFG", cfg)
+        _kernel_check(case, torch.float32, 1e-5, None)
+    assert cluster_runs == ["forward", "backward"] * 2

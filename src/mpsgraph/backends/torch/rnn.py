@@ -13,7 +13,11 @@ one (default: persistent where it applies, else step, else torch):
   every program co-resident (at most one program per multiprocessor), else the next path.
   Half types keep the big GEMMs (input projection, weight gradients, dx) in their dtype (fp32
   accumulation) and run the recurrent dots with half operands; the state, the cell, the gate
-  math and the carries are float32, each output rounded once;
+  math and the carries are float32, each output rounded once. On Hopper+ GPUs float32 calls
+  with N <= 16 and H in 64..256 (a multiple of 32) run the same two recurrences on one
+  thread-block cluster per direction instead (kernels/lstm_cluster.py: R in registers, h / dA
+  exchanged through distributed shared memory, the hardware cluster barrier; exact float32
+  products); MPSGRAPH_LSTM_CLUSTER=0 turns that off;
 - step (Triton, float32): per step one addmm plus ONE fused launch of the gate math
   (kernels/lstm_cell.py);
 - torch: plain torch per step (also the float64 reference, and the half types' fallback, which
@@ -194,11 +198,10 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
                  reverse: bool, bidirectional: bool, forget_gate_last: bool,
                  activations: tuple[int, int, int, int, int]):
     """LSTM forward. Returns (state [T,N,D*H], cell [T,N,D*H], zState [T,N,D*4H])."""
-    tiling = _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
-                              2 if bidirectional else 1)
-    if tiling is not None:
-        return _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling,
-                                   reverse=reverse, bidirectional=bidirectional,
+    if _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
+                        2 if bidirectional else 1) is not None:
+        return _forward_persistent(x, R, W, b, h0, c0, mask, peephole, reverse=reverse,
+                                   bidirectional=bidirectional,
                                    forget_gate_last=forget_gate_last, activations=activations)
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
@@ -283,12 +286,11 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     'initState', 'initCell'}; inputWeight is None without W, the others None unless asked
     for. `b` is not read (zState already holds the gates)."""
     del b
-    tiling = _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
-                              2 if bidirectional else 1, backward=True)
-    if tiling is not None:
+    if _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
+                        2 if bidirectional else 1, backward=True) is not None:
         return _backward_persistent(
             x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
-            dcell_seq, tiling, reverse=reverse, bidirectional=bidirectional,
+            dcell_seq, reverse=reverse, bidirectional=bidirectional,
             forget_gate_last=forget_gate_last, activations=activations, need_b=need_b,
             need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0)
     in_dtype = x.dtype
@@ -389,7 +391,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
 # ----------------------------------------------------------------------------------------------
 
 
-def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling, *, reverse: bool,
+def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
                         bidirectional: bool, forget_gate_last: bool,
                         activations: tuple[int, int, int, int, int]):
     """lstm_forward through the persistent kernel. The input projection stays in the input
@@ -412,7 +414,8 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling, *, reverse: 
     ran = lstm_seq_fwd.forward_sequence(
         xp, R.reshape(D, G, H), h0, c0, mask, peephole, state, cell, zs, reverse=reverse,
         bidirectional=bidirectional, blocks=gate_blocks(forget_gate_last),
-        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling)
+        activations=activations, allow_tf32=_allow_tf32())  # the wrapper plans the tiling
+    # again (cached) or takes the cluster path (kernels/lstm_cluster.py) where that applies
     assert ran, "persistent LSTM forward: planned but not run"
     if dt != f32:
         return state.to(dt), cell.to(dt), zs.to(dt)
@@ -420,7 +423,7 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, tiling, *, reverse: 
 
 
 def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final,
-                         dc_final, dcell_seq, tiling, *, reverse: bool, bidirectional: bool,
+                         dc_final, dcell_seq, *, reverse: bool, bidirectional: bool,
                          forget_gate_last: bool, activations: tuple[int, int, int, int, int],
                          need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool):
     """lstm_backward through the persistent recurrence kernel, which writes dA (in the input
@@ -446,7 +449,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     ran = lstm_seq_bwd.backward_sequence(
         dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
         dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
-        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling, dpeep=dp)
+        activations=activations, allow_tf32=_allow_tf32(), dpeep=dp)  # as in the forward
     assert ran, "persistent LSTM backward: planned but not run"
 
     dR = torch.empty((D, G, H), dtype=dt, device=dev)

@@ -69,11 +69,13 @@ import torch
 import triton
 import triton.language as tl
 
+from . import lstm_cluster
 from .lstm_cell import _act, _dact
 from .lstm_seq_fwd import (
     _CNT_STRIDE,
     Tiling,
     _unit,
+    cluster_config,
     grid_barrier,
     kernel_meta,
     launch,
@@ -325,16 +327,26 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
       kernel from the float32 dA (each program sums its rows and steps per unit; the
       per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order).
 
-    Returns False (nothing written) when `plan` finds no tiling; sync as forward_sequence."""
+    Returns False (nothing written) when `plan` finds no tiling; sync, and the cluster path
+    taken with tiling and sync None, as forward_sequence."""
     T, N, H, D = zstate.shape[0], zstate.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = zstate.device
-    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32, backward=True)
-    if tiling is None:
-        return False
+    cfg = cluster_config(dev, T, N, R, D, tiling, sync, (dstate, zstate, cell, c0, mask, dcell,
+                                                         dh_final, dc_final, dA, dh0, dc0))
+    if cfg is None:
+        tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32, backward=True)
+        if tiling is None:
+            return False
     assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
     dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
         _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
+    if cfg is not None:
+        lstm_cluster.backward(cfg, dstate, zstate, cell, R, c0, mask, peephole, dcell,
+                              dh_final, dc_final, dA, dh0, dc0, dpeep, reverse=reverse,
+                              bidirectional=bidirectional, blocks=blocks,
+                              activations=activations)
+        return True
     for s in (dA, dh0, dc0):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,

@@ -99,7 +99,7 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
-from . import cdiv, pow2
+from . import cdiv, lstm_cluster, pow2
 from .lstm_cell import cell_step
 
 _CNT_STRIDE = 32  # int32 counters 128 bytes apart (one per direction)
@@ -631,6 +631,21 @@ def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
     return tiling, bool(sync)
 
 
+def cluster_config(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
+                   tiling: Tiling | None, sync: bool | None, tensors) -> lstm_cluster.Config | None:
+    """The cluster path's Config (kernels/lstm_cluster.py: float32, N <= 16, H in 64..256, a
+    Hopper+ GPU) when the wrappers should take it: a CUDA call with T, N > 0 that asks for no
+    particular tiling or launch mode (tiling None, sync None, no MPSGRAPH_LSTM_TILING); else
+    None (the Triton kernels)."""
+    if (dev.type != "cuda" or tiling is not None or sync is not None or T == 0 or N == 0
+            or os.environ.get("MPSGRAPH_LSTM_TILING", "").strip()):
+        return None
+    H = R.shape[-1]
+    if H == 0 or R.shape != (D, 4 * H, H):
+        return None
+    return lstm_cluster.usable(dev, N, H, (R, *tensors))
+
+
 def launch(kernel, grid, args: tuple, meta: dict) -> dict:
     """kernel[grid](*args, **meta), retried with one software-pipeline stage fewer while Triton
     reports that shared memory does not suffice (`_stages` budgets conservatively; this is the
@@ -816,14 +831,23 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
 
     blocks = (i, f, z, o) block indices on the 4H axis; activations = (f_i, f_f, f_z, f_o, g) as
     RNNActivation ints. sync=None: one persistent launch on CUDA (off under TRITON_INTERPRET),
-    else one launch per step. Returns False (nothing written) when `plan` finds no tiling."""
+    else one launch per step. With tiling and sync None, a float32 call with N <= 16 on a
+    Hopper+ GPU runs on the thread-block-cluster kernel instead (`cluster_config`,
+    kernels/lstm_cluster.py). Returns False (nothing written) when `plan` finds no tiling."""
     T, N, H, D = xp.shape[0], xp.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = xp.device
-    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
-    if tiling is None:
-        return False
+    cfg = cluster_config(dev, T, N, R, D, tiling, sync, (xp, h0, c0, mask, state, cell, zstate))
+    if cfg is None:
+        tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
+        if tiling is None:
+            return False
     xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
+    if cfg is not None:
+        lstm_cluster.forward(cfg, xp, R, h0, c0, mask, peephole, state, cell, zstate,
+                             reverse=reverse, bidirectional=bidirectional, blocks=blocks,
+                             activations=activations)
+        return True
     meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
                        activations=activations, reverse=reverse, bidirectional=bidirectional,
                        backward=False)

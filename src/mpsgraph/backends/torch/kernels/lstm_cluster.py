@@ -1,0 +1,347 @@
+"""LSTM recurrence on a thread-block cluster (Hopper+): the small-batch float32 latency path.
+
+The persistent Triton kernels (lstm_seq_fwd.py / lstm_seq_bwd.py) synchronise a grid of
+programs through a counter in global memory at every step: at (N=8, H=128) a step and pass
+costs ~5 us in float32 (~2.8 in bf16), most of it the chain of L2 round trips (barrier, h
+loads, R slices; LSTM_DESIGNS.md). Here one direction is ONE cluster of CL = 8 CTAs on 8 SMs:
+
+- each CTA owns U = H / 8 hidden units (all four gates of them) and keeps its part of R in
+  REGISTERS for all T steps (forward: the 4U gate rows of R over all H inputs; backward: the
+  U unit columns over all 4H rows; 32 KB per CTA in float32 at H = 128);
+- a step's h (forward) / dA (backward) is PUSHED by its producing CTA into the shared memory of
+  every CTA of the cluster (distributed shared memory, `st.shared::cluster`, 16-byte stores),
+  then the HARDWARE cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`) makes
+  it visible: after the wait every CTA finds the whole h / dA in its own shared memory, and
+  no global-memory round trip is on the recurrence's critical path. The receiving buffers
+  are double-buffered, so one barrier per step suffices (a CTA writes buffer (k+1) & 1 of
+  the others at step k; they read it at step k+1, and had finished reading it at step k-1
+  before the barrier this CTA passed);
+- the product is exact float32 FMAs (not TF32 splits): each thread multiplies CJ columns by a
+  KP-long K segment of the gathered rows (16-byte shared loads, padded segments against bank
+  conflicts), and the KP segments of a column group are summed across Q = K / KP adjacent lanes
+  with a reduce-scatter of warp shuffles;
+- the outputs (state, cell, zState; dA) are stored after the arrival (the release fence then
+  waits for the shared-memory stores only) and the next step's read-only inputs (xp, mask;
+  dstate, zState, cell, ...) are loaded while the cluster syncs, as in the Triton kernels.
+
+Equations, options and buffers are exactly those of `forward_sequence` / `backward_sequence`
+(every option: gate order, the five activations per gate, peephole and its gradient,
+state-shaped or per-step mask, reverse, bidirectional (one cluster per direction), optional
+h0 / c0 / dcell / dh_final / dc_final). Those functions call this path first; it declines
+(returns False) unless: a CUDA device of compute capability >= 9.0, NVRTC and the driver
+loadable, every tensor float32 (float32 and TF32 requests: the product here is exact float32),
+N <= 16, H a multiple of 32 in [64, 256], and MPSGRAPH_LSTM_CLUSTER is not 0.
+
+The CUDA source is lstm_cluster.cu (beside this file), compiled at first use by NVRTC for the
+device's architecture with the shape and options as #defines (cached per process).
+It cannot run under Triton's interpreter (it is not Triton): its tests run on the GPU only
+(tests/backends/test_lstm_cluster.py, marked gpu), against the NumPy backend.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import pow2
+
+CL = 8  # CTAs per cluster (the portable maximum)
+MAX_N = 16
+
+
+@dataclass(frozen=True)
+class Config:
+    """Compile-time shape of the two kernels (module docstring): per thread CJ columns x KP
+    k's of the product; Q = K / KP lanes per column group; NT threads per CTA."""
+    H: int
+    N: int
+    cj_f: int
+    kp_f: int
+    cj_b: int
+    kp_b: int
+
+    @property
+    def U(self) -> int:
+        return self.H // CL
+
+    @property
+    def q_f(self) -> int:
+        return self.H // self.kp_f
+
+    @property
+    def nt_f(self) -> int:
+        return self.q_f * 4 * self.U // self.cj_f
+
+    @property
+    def q_b(self) -> int:
+        return 4 * self.H // self.kp_b
+
+    @property
+    def nt_b(self) -> int:
+        return self.q_b * self.U // self.cj_b
+
+    @property
+    def smem_f(self) -> int:  # bytes: hsm [2][NP][ROW_F], pre [NP][4U], xo [NP][U]
+        np_ = pow2(self.N)
+        return 4 * np_ * (2 * self.q_f * (self.kp_f + _pad(self.kp_f)) + 5 * self.U)
+
+    @property
+    def smem_b(self) -> int:  # asm [2][NP][ROW_B], pre [NP][U], xo [NP][4U]
+        np_ = pow2(self.N)
+        return 4 * np_ * (2 * self.q_b * (self.kp_b + _pad(self.kp_b)) + 5 * self.U)
+
+
+def _pad(kp: int) -> int:
+    """Padding (floats) after each KP-long segment of a gathered row: 4 (one 16-byte access)
+    when a segment is longer than one access, so that the lanes of a warp reading different
+    segments hit different banks."""
+    return 4 if kp > 4 else 0
+
+
+def config(N: int, H: int) -> Config | None:
+    """The kernels' shape for batch N, hidden H, or None outside this path's range. Threads
+    per CTA: forward Q_F * 4U / CJ_F, backward Q_B * U / CJ_B (H = 128: 256 and 128; H = 256:
+    512 and 256); R takes KP * CJ = 32-64 (forward) / 64-128 (backward) registers per thread
+    (ptxas, sm_90: no spills at N = 16, H = 128 and 256)."""
+    if not (1 <= N <= MAX_N and H % 32 == 0 and 64 <= H <= 256):
+        return None
+    forced = os.environ.get("MPSGRAPH_LSTM_CLUSTER_CFG", "").strip()  # "CJF,KPF,CJB,KPB"
+    if forced:
+        try:
+            cj_f, kp_f, cj_b, kp_b = (int(v) for v in forced.split(","))
+        except ValueError:
+            raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r}: expected "
+                             "CJF,KPF,CJB,KPB") from None
+    else:
+        cj_f, kp_f = 4, max(8, H // 16)
+        cj_b, kp_b = 4, max(16, H // 8)
+    cfg = Config(H, N, cj_f, kp_f, cj_b, kp_b)
+    U = cfg.U
+    for cj, kp, K, M, nt in ((cj_f, kp_f, H, 4 * U, cfg.nt_f), (cj_b, kp_b, 4 * H, U, cfg.nt_b)):
+        q = K // kp
+        if (M % cj or K % kp or kp % 4 or q > 32 or 32 % q or nt % 32 or nt > 1024
+                or kp * cj > 128):
+            if forced:
+                raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r} does not fit H={H}")
+            return None
+    return cfg
+
+
+def enabled() -> bool:
+    """MPSGRAPH_LSTM_CLUSTER: unset / 1 use this path where it applies, 0 never (read at every
+    call; for measuring)."""
+    v = os.environ.get("MPSGRAPH_LSTM_CLUSTER", "").strip()
+    if v not in ("", "0", "1"):
+        raise ValueError(f"MPSGRAPH_LSTM_CLUSTER={v!r}: expected 0 or 1")
+    return v != "0"
+
+
+# ----------------------------------------------------------------------------------------------
+# NVRTC + driver API (ctypes)
+# ----------------------------------------------------------------------------------------------
+
+
+def _nvrtc_lib() -> ctypes.CDLL:
+    names = []
+    if torch.version.cuda:
+        names.append(f"libnvrtc.so.{torch.version.cuda.split('.')[0]}")
+    names.append("libnvrtc.so")
+    for site in sys.path:  # the nvidia-*-nvrtc wheels beside torch
+        names += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "libnvrtc.so*")))
+    for name in names:
+        if "alt" in os.path.basename(name) or "builtins" in os.path.basename(name):
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    raise OSError("NVRTC (libnvrtc) not found")
+
+
+@functools.cache
+def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL] | None:
+    try:
+        return _nvrtc_lib(), ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+def _check_cu(lib: ctypes.CDLL, res: int, what: str) -> None:
+    if res != 0:
+        msg = ctypes.c_char_p()
+        lib.cuGetErrorString(res, ctypes.byref(msg))
+        raise RuntimeError(f"lstm_cluster: {what} failed: CUDA error {res} "
+                           f"({(msg.value or b'?').decode()})")
+
+
+def source() -> str:
+    """The CUDA source (lstm_cluster.cu beside this file)."""
+    return Path(__file__).with_name("lstm_cluster.cu").read_text()
+
+
+def compile_source(defines: dict[str, int], arch: str, nvrtc: ctypes.CDLL | None = None,
+                   ptxas_verbose: bool = False, text: str | None = None) -> tuple[bytes, str]:
+    """(CUBIN, log) of the CUDA source (`text`, default `source()`) with `defines` for `arch`
+    (e.g. "sm_90"). Runs without a GPU (the tests compile it on the CPU where an NVRTC library
+    is installed)."""
+    nvrtc = nvrtc or _nvrtc_lib()
+    src = "".join(f"#define {k} {int(v)}\n" for k, v in defines.items())
+    src += source() if text is None else text
+    prog = ctypes.c_void_p()
+    res = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"lstm_cluster.cu", 0,
+                                   None, None)
+    if res != 0:
+        raise RuntimeError(f"lstm_cluster: nvrtcCreateProgram failed ({res})")
+    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", b"-default-device"]
+    if ptxas_verbose:
+        opts.append(b"--ptxas-options=-v")
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    res = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    log = buf.value.decode(errors="replace")
+    if res != 0:
+        nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+        raise RuntimeError(f"lstm_cluster: NVRTC compile failed:\n{log}")
+    nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+    return cubin.raw, log
+
+
+def defines(cfg: Config, *, blocks, activations, reverse: bool, bidirectional: bool,
+            flags: dict[str, bool]) -> dict[str, int]:
+    """The #defines of one compile: shape (`cfg`), gate blocks, activations, options."""
+    d = dict(HID=cfg.H, NB=cfg.N, NP=pow2(cfg.N), CL=CL, U=cfg.U, CJ_F=cfg.cj_f, KP_F=cfg.kp_f,
+             Q_F=cfg.q_f, NT_F=cfg.nt_f, PAD_F=_pad(cfg.kp_f), CJ_B=cfg.cj_b, KP_B=cfg.kp_b,
+             Q_B=cfg.q_b, NT_B=cfg.nt_b, PAD_B=_pad(cfg.kp_b))
+    d |= dict(zip(("BI", "BF", "BZ", "BO"), (int(b) for b in blocks)))
+    d |= dict(zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
+    d |= dict(REV=bool(reverse) and not bidirectional, BIDIR=bool(bidirectional))
+    for k in ("HAS_H0", "HAS_C0", "HAS_MASK", "PEEP", "DCS", "HAS_DHF", "HAS_DCF", "DP"):
+        d[k] = int(bool(flags.get(k, False)))
+    return d
+
+
+class _Kernel:
+    """A loaded kernel function (module kept alive) and its launch shape."""
+
+    def __init__(self, lib, cubin: bytes, name: str, threads: int, smem: int):
+        self.lib, self.threads, self.smem = lib, threads, smem
+        self.module = ctypes.c_void_p()
+        _check_cu(lib, lib.cuModuleLoadData(ctypes.byref(self.module), cubin), "cuModuleLoadData")
+        self.func = ctypes.c_void_p()
+        _check_cu(lib, lib.cuModuleGetFunction(ctypes.byref(self.func), self.module,
+                                               name.encode()), "cuModuleGetFunction")
+        if smem > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check_cu(lib, lib.cuFuncSetAttribute(self.func, 8, smem), "cuFuncSetAttribute")
+
+    def __call__(self, directions: int, args: list) -> None:
+        c_args = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                c_args.append(ctypes.c_void_p(a.data_ptr()))
+            else:
+                if not -(1 << 31) <= a < (1 << 31):
+                    raise ValueError(f"lstm_cluster: stride/size {a} does not fit int32")
+                c_args.append(ctypes.c_int(a))
+        ptrs = (ctypes.c_void_p * len(c_args))(
+            *[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in c_args])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        _check_cu(self.lib, self.lib.cuLaunchKernel(
+            self.func, CL, directions, 1, self.threads, 1, 1, self.smem, stream, ptrs, None),
+            "cuLaunchKernel")
+
+
+@functools.lru_cache(maxsize=64)
+def _kernels(key: tuple, arch: str, device_index: int) -> tuple[_Kernel, _Kernel]:
+    cfg, defs = key[0], dict(key[1])
+    libs = _libs()
+    assert libs is not None
+    nvrtc, cuda = libs
+    with torch.cuda.device(device_index):
+        cubin, _ = compile_source(defs, arch, nvrtc)
+        return (_Kernel(cuda, cubin, "lstm_cluster_fwd", cfg.nt_f, cfg.smem_f),
+                _Kernel(cuda, cubin, "lstm_cluster_bwd", cfg.nt_b, cfg.smem_b))
+
+
+@functools.cache
+def _arch(index: int) -> str | None:
+    major, minor = torch.cuda.get_device_capability(index)
+    return f"sm_{major}{minor}" if major >= 9 else None
+
+
+def usable(device: torch.device, N: int, H: int, tensors) -> Config | None:
+    """The Config when this path applies to a call (module docstring), else None."""
+    if device.type != "cuda" or not enabled():
+        return None
+    cfg = config(N, H)
+    if cfg is None or any(t is not None and t.dtype != torch.float32 for t in tensors):
+        return None
+    index = torch.cuda.current_device() if device.index is None else device.index
+    if _arch(index) is None or _libs() is None:
+        return None
+    return cfg
+
+
+def _get(cfg: Config, device: torch.device, defs: dict[str, int]):
+    index = torch.cuda.current_device() if device.index is None else device.index
+    return _kernels((cfg, tuple(sorted(defs.items()))), _arch(index), index)
+
+
+def forward(cfg: Config, xp, R, h0, c0, mask, peephole, state, cell, zstate, *, reverse: bool,
+            bidirectional: bool, blocks, activations) -> None:
+    """`forward_sequence` on the cluster path (the caller checked `usable`; mask already
+    [T, N, D*H] (stride 0 on T allowed), peephole float32 [D, 4H], unit last strides)."""
+    T, D = xp.shape[0], 2 if bidirectional else 1
+    flags = dict(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
+                 PEEP=peephole is not None)
+    defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
+                   bidirectional=bidirectional, flags=flags)
+    fwd, _ = _get(cfg, xp.device, defs)
+    dm = state
+    st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
+    fwd(D, [xp, R, dm if h0 is None else h0, dm if c0 is None else c0,
+            dm if mask is None else mask, dm if peephole is None else peephole, zstate, cell,
+            state, T, xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2),
+            st(h0, 0), st(c0, 0), st(mask, 0), st(mask, 1), zstate.stride(0),
+            zstate.stride(1), cell.stride(0), cell.stride(1), state.stride(0),
+            state.stride(1)])
+
+
+def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh_final,
+             dc_final, dA, dh0, dc0, dpeep, *, reverse: bool, bidirectional: bool, blocks,
+             activations) -> None:
+    """`backward_sequence` on the cluster path (as `forward`). The peephole gradient: per-row
+    partials [N, D*4H] from the kernel, summed here over the rows in a fixed order."""
+    T, N, D, H = zstate.shape[0], zstate.shape[1], 2 if bidirectional else 1, cfg.H
+    dpp = None if dpeep is None else torch.empty((N, D * 4 * H), dtype=torch.float32,
+                                                 device=dA.device)
+    flags = dict(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
+                 DCS=dcell is not None, HAS_DHF=dh_final is not None,
+                 HAS_DCF=dc_final is not None, DP=dpp is not None)
+    defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
+                   bidirectional=bidirectional, flags=flags)
+    _, bwd = _get(cfg, dA.device, defs)
+    dm = dc0
+    st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
+    bwd(D, [dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
+            dm if peephole is None else peephole, dm if dcell is None else dcell,
+            dm if dh_final is None else dh_final, dm if dc_final is None else dc_final, dA,
+            dh0, dc0, dm if dpp is None else dpp, T, dstate.stride(0), dstate.stride(1),
+            zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1), R.stride(0),
+            R.stride(1), R.stride(2), st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0),
+            st(dcell, 1), st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1),
+            dh0.stride(0), dc0.stride(0), 0 if dpp is None else dpp.stride(0)])
+    if dpeep is not None:
+        torch.sum(dpp, dim=0, out=dpeep.view(D * 4 * H))
