@@ -15,9 +15,10 @@ def test_config_range(monkeypatch):
     monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
     assert lc.config(8, 128) == lc.Config(128, 8, 4, 8, 4, 16)
     c = lc.config(8, 128)
-    assert (c.U, c.q_f, c.nt_f, c.q_b, c.nt_b) == (16, 16, 256, 32, 128)
-    c = lc.config(16, 256)
-    assert (c.kp_f, c.nt_f, c.kp_b, c.nt_b) == (16, 512, 32, 256)
+    assert (c.U, c.q_f, c.nt_f, c.q_b, c.nt_b) == (16, 16, 256, 4, 128)
+    c = lc.config(16, 256)  # 2 columns x 32 k's per thread (4 x 16 spills there)
+    assert (c.cj_f, c.kp_f, c.nt_f, c.cj_b, c.kp_b, c.nt_b) == (2, 32, 512, 2, 64, 256)
+    assert lc.config(8, 256) == lc.Config(256, 8, 4, 16, 2, 64)
     assert lc.config(1, 64) is not None
     for N, H in ((17, 128), (0, 128), (8, 96), (8, 32), (8, 288), (8, 100)):
         assert lc.config(N, H) is None, (N, H)
@@ -51,12 +52,12 @@ def _nvrtc():
         pytest.skip("no NVRTC library (pip install nvidia-cuda-nvrtc-cu12)")
 
 
-ALL = dict(HAS_H0=1, HAS_C0=1, HAS_MASK=1, PEEP=1, DCS=1, HAS_DHF=1, HAS_DCF=1, DP=1)
+ALL = dict(HAS_H0=1, HAS_C0=1, HAS_MASK=1, PEEP=1, DCS=1, HAS_DHF=1, HAS_DCF=1, DP=1, HPREV=1)
 
 
 @pytest.mark.parametrize("N,H,flags,bidir", [(8, 128, {}, False), (8, 128, ALL, True),
                                              (16, 128, ALL, False), (3, 64, ALL, True),
-                                             (16, 256, {}, False)])
+                                             (16, 256, {}, False), (8, 256, ALL, False)])
 def test_compiles_for_sm90(N, H, flags, bidir, monkeypatch):
     monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
     nvrtc = _nvrtc()
@@ -68,5 +69,6 @@ def test_compiles_for_sm90(N, H, flags, bidir, monkeypatch):
     assert "warning" not in log.lower(), log
     used = [ln for ln in log.splitlines() if "Used" in ln]
     assert len(used) == 2, log  # the two kernels
-    if H <= 128:  # the benchmark's shapes: R and the accumulators stay in registers
+    if H <= 128:  # the benchmark's shapes: R and the sums stay in registers (H = 256 at 512
+        # threads, capped at 128 registers, spills ~100-250 bytes in the backward)
         assert log.count(" 0 bytes spill stores") == 2, log

@@ -22,7 +22,7 @@ from helpers import triton_kernels  # noqa: E402
 
 lstm_seq_bwd, lstm_seq_fwd = triton_kernels("lstm_seq_bwd", "lstm_seq_fwd")
 
-from mpsgraph.backends._lstm_glue import gate_blocks  # noqa: E402
+from mpsgraph.backends._lstm_glue import gate_blocks, step_shift  # noqa: E402
 from mpsgraph.backends.torch import rnn  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -197,10 +197,19 @@ def _kernel_check(case: Case, dtype, tol, sync):
     dh0 = torch.full((N, D * H), nan, device=DEVICE)
     dc0 = torch.full((N, D * H), nan, device=DEVICE)
     dp = torch.full((D, 4 * H), nan, device=DEVICE) if case.peep else None
+    hp = torch.full((T, N, D * H), nan, device=DEVICE)
     z_in, c_in = z64.to(dtype).to(DEVICE), c64.to(dtype).to(DEVICE)
     assert lstm_seq_bwd.backward_sequence(a["dstate"], z_in, c_in, a["R"], a["c0"], mask,
                                           a["p"], a["dcell"], a["dhf"], a["dcf"], dA, dh0,
-                                          dc0, **o, dpeep=dp)
+                                          dc0, **o, dpeep=dp, hprev=hp)
+    # hprev: h[t_prev] * m[t] at every step but each direction's first (left untouched)
+    m64 = None if a64["mask"] is None else a64["mask"].expand(T, N, D * H)
+    for d in range(D):
+        cons, prod, first = step_shift(T, d == 1 if case.dirs == "bi" else case.dirs == "rev")
+        part = slice(d * H, (d + 1) * H)
+        want = s64[prod][..., part] * (1.0 if m64 is None else m64[cons][..., part])
+        _close(hp[cons][..., part], want, tol, f"hprev[{d}]")
+        assert torch.isnan(hp[first][..., part]).all(), "hprev's first step was written"
     assert dh0.dtype == dc0.dtype == f32
     _close(dA, gA["source"], tol, "dA")
     _close(dh0, gA["initState"], tol, "dh0")

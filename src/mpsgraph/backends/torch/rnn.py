@@ -438,33 +438,34 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     blocks = gate_blocks(forget_gate_last)
-    bo = blocks[3]
-    g_kind = int(activations[4])
     mask_seq = None if mask is None else mask.expand(T, N, D * H)
     dA = torch.empty((T, N, D * G), dtype=dt, device=dev)
     dh0 = torch.empty((N, D * H), dtype=f32, device=dev)
     dc0 = torch.empty((N, D * H), dtype=f32, device=dev)
     # the peephole gradient is summed in the kernel (float32 dA, c_prev in registers)
     dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
+    # h_prev * m of every step (the recurrent-weight gradient's operand), float32: the
+    # backward fills every step but each direction's first (the cluster kernel in passing)
+    hp = torch.empty((T, N, D * H), dtype=f32, device=dev)
     ran = lstm_seq_bwd.backward_sequence(
         dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
         dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
-        activations=activations, allow_tf32=_allow_tf32(), dpeep=dp)  # as in the forward
+        activations=activations, allow_tf32=_allow_tf32(), dpeep=dp,  # as in the forward
+        hprev=hp)
     assert ran, "persistent LSTM backward: planned but not run"
 
     dR = torch.empty((D, G, H), dtype=dt, device=dev)
     for d in range(D):
-        cons, prod, first = step_shift(T, (d == 1) if bidirectional else reverse)
-        cd = _part(cell, d, H)
+        first = step_shift(T, (d == 1) if bidirectional else reverse)[2]
         dAd = _part(dA, d, G)
-        # h_prev * m of every step, in float32, then one GEMM in the input dtype
-        hp = torch.empty((T, N, H), dtype=f32, device=dev)
-        go = _part(zstate, d, G).reshape(T, N, 4, H)[:, :, bo]
-        hp[cons] = go[prod].to(f32) * _act(g_kind, cd[prod].to(f32))
-        hp[first] = 0.0 if h0 is None else _part(h0, d, H)
-        if mask_seq is not None:
-            hp *= _part(mask_seq, d, H)
-        dR[d] = dAd.reshape(T * N, G).t() @ hp.to(dt).reshape(T * N, H)
+        hpd = _part(hp, d, H)
+        if h0 is None:
+            hpd[first] = 0.0
+        else:
+            hpd[first] = _part(h0, d, H) if mask_seq is None else (
+                _part(h0, d, H) * _part(mask_seq, d, H)[first])
+        # one GEMM in the input dtype
+        dR[d] = dAd.reshape(T * N, G).t() @ hpd.to(dt).reshape(T * N, H)
     out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
                      need_c0=need_c0, db_dtype=f32)
     return {k: None if v is None else v.to(dt) for k, v in out.items()}

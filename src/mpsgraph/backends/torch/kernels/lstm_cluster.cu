@@ -9,7 +9,7 @@
 //   CJ_B, KP_B, Q_B, NT_B the same way; PAD_F / PAD_B floats of padding per K segment;
 //   gate blocks BI BF BZ BO, activations AI AF AZ AO AG (0 none, 1 relu, 2 tanh, 3 sigmoid,
 //   4 hardSigmoid); flags HAS_H0 HAS_C0 HAS_MASK PEEP REV BIDIR, backward DCS HAS_DHF
-//   HAS_DCF DP.
+//   HAS_DCF DP HPREV.
 
 #define FULL_MASK 0xffffffffu
 
@@ -139,7 +139,7 @@ template <int V, int Q> __device__ __forceinline__ int group_reduce(float* v, in
 #define SEG_F(k) (((k) / KP_F) * (KP_F + PAD_F) + (k) % KP_F)
 #define ROW_F (Q_F * (KP_F + PAD_F))
 #define SEG_B(k) (((k) / KP_B) * (KP_B + PAD_B) + (k) % KP_B)
-#define ROW_B (Q_B * (KP_B + PAD_B))
+#define ROW_B (Q_B * (KP_B + PAD_B))  // Q_B * KP_B = 4U: the backward's own dA columns
 #define CE_F ((NB * U + NT_F - 1) / NT_F)  // gate elements (row, unit) per thread
 #define CE_B ((NB * U + NT_B - 1) / NT_B)
 
@@ -375,33 +375,37 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
                  const float* __restrict__ pp, const float* __restrict__ dcs,
                  const float* __restrict__ dhf, const float* __restrict__ dcf,
                  float* __restrict__ dA, float* __restrict__ dh0, float* __restrict__ dc0,
-                 float* __restrict__ dpp, int T, int s_dst, int s_dsn, int s_zt, int s_zn,
-                 int s_ct, int s_cn, int s_rd, int s_rr, int s_rc, int s_c0n, int s_mt, int s_mn,
-                 int s_dcst, int s_dcsn, int s_dhfn, int s_dcfn, int s_dat, int s_dan,
-                 int s_dh0n, int s_dc0n, int s_dpn) {
+                 float* __restrict__ dpp, float* __restrict__ hp, int T, int s_dst, int s_dsn,
+                 int s_zt, int s_zn, int s_ct, int s_cn, int s_rd, int s_rr, int s_rc, int s_c0n,
+                 int s_mt, int s_mn, int s_dcst, int s_dcsn, int s_dhfn, int s_dcfn, int s_dat,
+                 int s_dan, int s_dh0n, int s_dc0n, int s_dpn, int s_hpt, int s_hpn) {
     extern __shared__ float4 smem4[];
-    // [2][NP][ROW_B]: dA[t_next] of the whole direction, double-buffered: step j reads buffer
-    // j & 1, which every CTA of the cluster filled with its units' columns (pushed)
-    float* asm_ = reinterpret_cast<float*>(smem4);
-    float* pre = asm_ + 2 * NP * ROW_B;  // [NP][U]: dA[t_next] @ R[:, units]
-    float* xo = pre + NP * U;            // [NP][4U]: this CTA's dA, staged
+    // [2][CL][NP][U]: the partial dh of this CTA's units from each CTA of the cluster (pushed),
+    // double-buffered: step j reads buffer j & 1
+    float* recv = reinterpret_cast<float*>(smem4);
+    float* xo = recv + 2 * CL * NP * U;  // [NP][ROW_B]: this CTA's dA (its 4U columns)
+    float* part = xo + NP * ROW_B;       // [NP][HID]: this CTA's partial dh of all units
     const int r = (int)cluster_rank();
     const int d = blockIdx.y;
     const int tid = threadIdx.x;
     const int lane = tid & 31;
-    const int q = tid % Q_B;
-    const int grp = tid / Q_B;  // units r * U + grp * CJ_B + cj
+    const int q = tid % Q_B;    // segment of this CTA's 4U dA columns
+    const int grp = tid / Q_B;  // units grp * CJ_B + cj (of the whole direction)
     const long long dH = (long long)d * HID;
 
-    float w[KP_B][CJ_B];  // w[kk][cj] = R[d][q * KP_B + kk][unit]
+    // w[kk][cj] = R[d][row][unit]: row of this CTA's dA column c = q * KP_B + kk (block c / U,
+    // unit r * U + c % U)
+    float w[KP_B][CJ_B];
 #pragma unroll
-    for (int cj = 0; cj < CJ_B; ++cj) {
-        const float* rp = R + (long long)d * s_rd + (long long)q * KP_B * s_rr +
-                          (long long)(r * U + grp * CJ_B + cj) * s_rc;
+    for (int kk = 0; kk < KP_B; ++kk) {
+        const int c = q * KP_B + kk;
+        const float* rp = R + (long long)d * s_rd +
+                          ((long long)(c / U) * HID + r * U + c % U) * s_rr +
+                          (long long)grp * CJ_B * s_rc;
 #pragma unroll
-        for (int kk = 0; kk < KP_B; ++kk) w[kk][cj] = rp[(long long)kk * s_rr];
+        for (int cj = 0; cj < CJ_B; ++cj) w[kk][cj] = rp[(long long)cj * s_rc];
     }
-    for (int i = tid; i < 2 * NP * ROW_B; i += NT_B) asm_[i] = 0.0f;
+    for (int i = tid; i < NP * ROW_B; i += NT_B) xo[i] = 0.0f;  // padded rows stay zero
 
     float dcc[CE_B];
 #if PEEP
@@ -432,56 +436,15 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
             }
         }
     }
-    __shared__ unsigned long long bars[2];  // bars[b]: buffer b of asm_ received
+    __shared__ unsigned long long bars[2];  // bars[b]: buffer b of recv received
     if (tid == 0) {
         mbar_init(&bars[0]);
         mbar_init(&bars[1]);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    // the zeroing (and h0) above are generic-proxy writes to rows that st.async (async proxy)
-    // overwrites later
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    // every CTA of the cluster has started, zeroed its buffers and initialised its mbarriers
-    // before anyone pushes
+    // every CTA of the cluster has started and initialised its mbarriers before anyone pushes
     cluster_arrive();
     cluster_wait();
-
-    // the product dA[t_next] @ R[:, units] -> pre, at backward step j >= 1 (dA[t_next]: the
-    // cluster's pushes of step j - 1 into buffer j & 1)
-    auto product = [&](int j) {
-        const int buf = j & 1;
-        if (tid == 0) mbar_expect(&bars[buf], NB * 4 * HID * 4);
-        mbar_wait(&bars[buf], ((j - 1) >> 1) & 1);
-        const float* ain = asm_ + buf * NP * ROW_B;
-        float acc[NP * CJ_B];
-#pragma unroll
-        for (int i = 0; i < NP * CJ_B; ++i) acc[i] = 0.0f;
-#pragma unroll
-        for (int n = 0; n < NP; ++n) {
-#pragma unroll
-            for (int k4 = 0; k4 < KP_B; k4 += 4) {
-                const float4 a = *reinterpret_cast<const float4*>(
-                    ain + n * ROW_B + q * (KP_B + PAD_B) + k4);
-#pragma unroll
-                for (int cj = 0; cj < CJ_B; ++cj) {
-                    float s = acc[n * CJ_B + cj];
-                    s = fmaf(a.x, w[k4][cj], s);
-                    s = fmaf(a.y, w[k4 + 1][cj], s);
-                    s = fmaf(a.z, w[k4 + 2][cj], s);
-                    s = fmaf(a.w, w[k4 + 3][cj], s);
-                    acc[n * CJ_B + cj] = s;
-                }
-            }
-        }
-        const int off = group_reduce<NP * CJ_B, Q_B>(acc, lane);
-        constexpr int KEEP = NP * CJ_B / Q_B > 0 ? NP * CJ_B / Q_B : 1;
-#pragma unroll
-        for (int i = 0; i < KEEP; ++i) {
-            const int idx = off + i, n = idx / CJ_B;
-            if (n < NB) pre[n * U + grp * CJ_B + idx % CJ_B] = acc[i];
-        }
-        __syncthreads();
-    };
 
     // the inputs of backward step j for element el (< NB * U)
     auto load_in = [&](int j, int el, StepIn& x) {
@@ -519,10 +482,24 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
         }
     }
 
+    // (dA[t_next] @ R)[n, this CTA's unit uu]: the sum of the cluster's partials in buffer b
+    auto rec = [&](int b, int n, int uu) {
+        const float* src = recv + b * CL * NP * U + n * U + uu;
+        float v = 0.0f;
+#pragma unroll
+        for (int c = 0; c < CL; ++c) v += src[c * NP * U];
+        return v;
+    };
+    // wait for the partials that step j reads (pushed at step j - 1)
+    auto receive = [&](int j) {
+        if (tid == 0) mbar_expect(&bars[j & 1], NB * HID * 4);
+        mbar_wait(&bars[j & 1], ((j - 1) >> 1) & 1);
+    };
+
     for (int j = 0; j < T; ++j) {
         const int k = T - 1 - j;  // the forward processing index of this step
         const long long t = step_time(k, T, d);
-        if (j > 0) product(j);
+        if (j > 0) receive(j);
         float dav[CE_B][4];
 #pragma unroll
         for (int e = 0; e < CE_B; ++e) {
@@ -539,15 +516,13 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
                     dh += dhf[nn * s_dhfn + dH + u];
 #endif
                 } else {
-                    dh += pre[n * U + uu] * x.mn;
+                    dh += rec(j & 1, n, uu) * x.mn;
                 }
                 const float gi = x.g[BI], gf = x.g[BF], gz = x.g[BZ], go = x.g[BO];
                 const float cc = x.c, cp = x.cp;
                 const float gc = act<AG>(cc);
                 float dc = dcc[e] + dh * go * dact<AG>(gc);
-#if DCS
                 dc += x.dcs;
-#endif
                 float da[4];
                 da[BI] = dc * gz * dact<AI>(gi);
                 da[BF] = dc * cp * dact<AF>(gf);
@@ -555,7 +530,7 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
                 da[BO] = dh * gc * dact<AO>(go);
 #pragma unroll
                 for (int b = 0; b < 4; ++b) {
-                    xo[n * 4 * U + b * U + uu] = da[b];
+                    xo[n * ROW_B + SEG_B(b * U + uu)] = da[b];
                     dav[e][b] = da[b];
                 }
                 dcc[e] = dc * gf;
@@ -567,15 +542,51 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
 #pragma unroll
                 for (int b = 0; b < 4; ++b) dpa[e][b] += da[b] * cp;
 #endif
+#if HPREV  // h[t] * m[t_next]: the operand of dR's product at t_next
+                if (k < T - 1) hp[step_time(k + 1, T, d) * s_hpt + nn * s_hpn + dH + u] =
+                    go * gc * x.mn;
+#endif
             }
         }
         __syncthreads();
-        {  // dA into buffer (j + 1) & 1 of every CTA (the last step's: for dh0)
-            float* dst = asm_ + ((j + 1) & 1) * NP * ROW_B;
-            for (int i = tid; i < NB * U * CL; i += NT_B) {  // (float4 piece, rank)
-                const int p = i / CL, n = p / U, b = (p % U) / (U / 4), u4 = (p % (U / 4)) * 4;
-                st_async4(dst + n * ROW_B + SEG_B(b * HID + r * U + u4), &bars[(j + 1) & 1],
-                          i % CL, *reinterpret_cast<const float4*>(xo + n * 4 * U + b * U + u4));
+        // the partial dh of every unit from this CTA's dA columns, summed over the Q_B lanes
+        {
+            float acc[NP * CJ_B];
+#pragma unroll
+            for (int i = 0; i < NP * CJ_B; ++i) acc[i] = 0.0f;
+#pragma unroll
+            for (int n = 0; n < NP; ++n) {
+#pragma unroll
+                for (int k4 = 0; k4 < KP_B; k4 += 4) {
+                    const float4 a = *reinterpret_cast<const float4*>(
+                        xo + n * ROW_B + q * (KP_B + PAD_B) + k4);
+#pragma unroll
+                    for (int cj = 0; cj < CJ_B; ++cj) {
+                        float sacc = acc[n * CJ_B + cj];
+                        sacc = fmaf(a.x, w[k4][cj], sacc);
+                        sacc = fmaf(a.y, w[k4 + 1][cj], sacc);
+                        sacc = fmaf(a.z, w[k4 + 2][cj], sacc);
+                        sacc = fmaf(a.w, w[k4 + 3][cj], sacc);
+                        acc[n * CJ_B + cj] = sacc;
+                    }
+                }
+            }
+            const int off = group_reduce<NP * CJ_B, Q_B>(acc, lane);
+            constexpr int KEEP = NP * CJ_B / Q_B > 0 ? NP * CJ_B / Q_B : 1;
+#pragma unroll
+            for (int i = 0; i < KEEP; ++i) {
+                const int idx = off + i, n = idx / CJ_B;
+                if (n < NB) part[n * HID + grp * CJ_B + idx % CJ_B] = acc[i];
+            }
+        }
+        __syncthreads();
+        // each owner's units to its buffer (j + 1) & 1 (the last step's: for dh0)
+        {
+            float* dst = recv + ((j + 1) & 1) * CL * NP * U + r * NP * U;
+            for (int i = tid; i < NB * HID / 4; i += NT_B) {
+                const int n = i / (HID / 4), k4 = (i % (HID / 4)) * 4;
+                st_async4(dst + n * U + k4 % U, &bars[(j + 1) & 1], k4 / U,
+                          *reinterpret_cast<const float4*>(part + n * HID + k4));
             }
         }
         // dA to global memory after the pushes (nobody in the cluster waits for it)
@@ -593,26 +604,23 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
     }
 
     // dc0, the peephole partials, and dh0 = (dA[t_first] @ R[:, units]) * m[t_first]
+    receive(T);
+    const long long t0 = step_time(0, T, d);
 #pragma unroll
     for (int e = 0; e < CE_B; ++e) {
         const int el = tid + e * NT_B;
         if (el < NB * U) {
-            const int n = el / U, u = r * U + el % U;
+            const int n = el / U, uu = el % U, u = r * U + uu;
             dc0[(long long)n * s_dc0n + dH + u] = dcc[e];
 #if DP
 #pragma unroll
             for (int b = 0; b < 4; ++b) dpp[(long long)n * s_dpn + 4 * dH + b * HID + u] = dpa[e][b];
 #endif
-        }
-    }
-    product(T);
-    const long long t0 = step_time(0, T, d);
-    for (int el = tid; el < NB * U; el += NT_B) {
-        const int n = el / U, uu = el % U, u = r * U + uu;
-        float v = pre[n * U + uu];
+            float v = rec(T & 1, n, uu);
 #if HAS_MASK
-        v *= mk[t0 * s_mt + (long long)n * s_mn + dH + u];
+            v *= mk[t0 * s_mt + (long long)n * s_mn + dH + u];
 #endif
-        dh0[(long long)n * s_dh0n + dH + u] = v;
+            dh0[(long long)n * s_dh0n + dH + u] = v;
+        }
     }
 }

@@ -7,15 +7,18 @@ loads, R slices; LSTM_DESIGNS.md). Here one direction is ONE cluster of CL = 8 C
 
 - each CTA owns U = H / 8 hidden units (all four gates of them) and keeps its part of R in
   REGISTERS for all T steps (forward: the 4U gate rows of R over all H inputs; backward: the
-  U unit columns over all 4H rows; 32 KB per CTA in float32 at H = 128);
-- a step's h (forward) / dA (backward) is PUSHED by its producing CTA into the shared memory of
-  every CTA of the cluster (distributed shared memory, `st.shared::cluster`, 16-byte stores),
-  then the HARDWARE cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`) makes
-  it visible: after the wait every CTA finds the whole h / dA in its own shared memory, and
-  no global-memory round trip is on the recurrence's critical path. The receiving buffers
-  are double-buffered, so one barrier per step suffices (a CTA writes buffer (k+1) & 1 of
-  the others at step k; they read it at step k+1, and had finished reading it at step k-1
-  before the barrier this CTA passed);
+  same 4U rows over all H units; 32 KB per CTA in float32 at H = 128);
+- forward: a step's h is PUSHED by its producing CTA into the shared memory of every CTA of
+  the cluster (distributed shared memory: `st.async` 16-byte stores, each completing its
+  bytes on the receiver's mbarrier), and a CTA starts the next step's product as soon as its
+  own mbarrier has counted all N x H values (no cluster-wide barrier in the step loop; the
+  hardware cluster barrier runs once, after the setup). Backward: each CTA multiplies ITS OWN
+  dA columns (local, right after its gate math) by R's rows for all H units and pushes every
+  owner the partial dh of the owner's units (N x U values per CTA and owner, 4x less than
+  the whole dA), which the owner sums over the 8 CTAs. The receiving buffers are double-
+  buffered with one mbarrier each; no buffer is overwritten early: a CTA can only push into
+  buffer (k+1) & 1 at step k after receiving every CTA's step k-1 output, which each sends
+  after it has finished reading that buffer at step k-1;
 - the product is exact float32 FMAs (not TF32 splits): each thread multiplies CJ columns by a
   KP-long K segment of the gathered rows (16-byte shared loads, padded segments against bank
   conflicts), and the KP segments of a column group are summed across Q = K / KP adjacent lanes
@@ -80,12 +83,12 @@ class Config:
         return self.q_f * 4 * self.U // self.cj_f
 
     @property
-    def q_b(self) -> int:
-        return 4 * self.H // self.kp_b
+    def q_b(self) -> int:  # the backward multiplies this CTA's 4U dA columns by R's rows
+        return 4 * self.U // self.kp_b
 
     @property
     def nt_b(self) -> int:
-        return self.q_b * self.U // self.cj_b
+        return self.q_b * self.H // self.cj_b
 
     @property
     def smem_f(self) -> int:  # bytes: hsm [2][NP][ROW_F], pre [NP][4U], xo [NP][U]
@@ -93,9 +96,9 @@ class Config:
         return 4 * np_ * (2 * self.q_f * (self.kp_f + _pad(self.kp_f)) + 5 * self.U)
 
     @property
-    def smem_b(self) -> int:  # asm [2][NP][ROW_B], pre [NP][U], xo [NP][4U]
+    def smem_b(self) -> int:  # recv [2][CL][NP][U], xo [NP][ROW_B], part [NP][H]
         np_ = pow2(self.N)
-        return 4 * np_ * (2 * self.q_b * (self.kp_b + _pad(self.kp_b)) + 5 * self.U)
+        return 4 * np_ * (2 * CL * self.U + self.q_b * (self.kp_b + _pad(self.kp_b)) + self.H)
 
 
 def _pad(kp: int) -> int:
@@ -106,10 +109,10 @@ def _pad(kp: int) -> int:
 
 
 def config(N: int, H: int) -> Config | None:
-    """The kernels' shape for batch N, hidden H, or None outside this path's range. Threads
-    per CTA: forward Q_F * 4U / CJ_F, backward Q_B * U / CJ_B (H = 128: 256 and 128; H = 256:
-    512 and 256); R takes KP * CJ = 32-64 (forward) / 64-128 (backward) registers per thread
-    (ptxas, sm_90: no spills at N = 16, H = 128 and 256)."""
+    """The kernels' shape for batch N, hidden H, or None outside this path's range. Forward:
+    [N, H] x [H, 4U], Q_F = H / KP_F lanes per group, Q_F * 4U / CJ_F threads; backward:
+    [N, 4U] x [4U, H], Q_B = 4U / KP_B, Q_B * H / CJ_B threads (H = 128: 256 and 128; H = 256:
+    512 and 256); R takes KP * CJ = 32-128 registers per thread."""
     if not (1 <= N <= MAX_N and H % 32 == 0 and 64 <= H <= 256):
         return None
     forced = os.environ.get("MPSGRAPH_LSTM_CLUSTER_CFG", "").strip()  # "CJF,KPF,CJB,KPB"
@@ -120,11 +123,20 @@ def config(N: int, H: int) -> Config | None:
             raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r}: expected "
                              "CJF,KPF,CJB,KPB") from None
     else:
+        # measured (H200, (T=50, N=8, H=128), training step device-only, LSTM_DESIGNS.md):
+        # forward 4 x 8 (256 threads) 66 us vs 70 for 4 x 16, 78 for 2 x 8; backward 4 x 16
+        # (128 threads) 98 us vs 105 for 4 x 8 (256 threads)
         cj_f, kp_f = 4, max(8, H // 16)
-        cj_b, kp_b = 4, max(16, H // 8)
+        cj_b, kp_b = 4, max(4, H // 8)
+        # accumulators (pow2(N) x CJ) plus R (KP x CJ) beyond ~96 registers spill at 512
+        # threads (H = 256, N > 8): half the columns, twice the K segment, per thread
+        if 4 * pow2(N) + 4 * kp_f > 96:
+            cj_f, kp_f = 2, 2 * kp_f
+        if 4 * pow2(N) + 4 * kp_b > 96:
+            cj_b, kp_b = 2, 2 * kp_b
     cfg = Config(H, N, cj_f, kp_f, cj_b, kp_b)
     U = cfg.U
-    for cj, kp, K, M, nt in ((cj_f, kp_f, H, 4 * U, cfg.nt_f), (cj_b, kp_b, 4 * H, U, cfg.nt_b)):
+    for cj, kp, K, M, nt in ((cj_f, kp_f, H, 4 * U, cfg.nt_f), (cj_b, kp_b, 4 * U, H, cfg.nt_b)):
         q = K // kp
         if (M % cj or K % kp or kp % 4 or q > 32 or 32 % q or nt % 32 or nt > 1024
                 or kp * cj > 128):
@@ -228,7 +240,8 @@ def defines(cfg: Config, *, blocks, activations, reverse: bool, bidirectional: b
     d |= dict(zip(("BI", "BF", "BZ", "BO"), (int(b) for b in blocks)))
     d |= dict(zip(("AI", "AF", "AZ", "AO", "AG"), (int(a) for a in activations)))
     d |= dict(REV=bool(reverse) and not bidirectional, BIDIR=bool(bidirectional))
-    for k in ("HAS_H0", "HAS_C0", "HAS_MASK", "PEEP", "DCS", "HAS_DHF", "HAS_DCF", "DP"):
+    for k in ("HAS_H0", "HAS_C0", "HAS_MASK", "PEEP", "DCS", "HAS_DHF", "HAS_DCF", "DP",
+              "HPREV"):
         d[k] = int(bool(flags.get(k, False)))
     return d
 
@@ -320,16 +333,18 @@ def forward(cfg: Config, xp, R, h0, c0, mask, peephole, state, cell, zstate, *, 
 
 
 def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh_final,
-             dc_final, dA, dh0, dc0, dpeep, *, reverse: bool, bidirectional: bool, blocks,
-             activations) -> None:
+             dc_final, dA, dh0, dc0, dpeep, hprev, *, reverse: bool, bidirectional: bool,
+             blocks, activations) -> None:
     """`backward_sequence` on the cluster path (as `forward`). The peephole gradient: per-row
-    partials [N, D*4H] from the kernel, summed here over the rows in a fixed order."""
+    partials [N, D*4H] from the kernel, summed here over the rows in a fixed order; hprev
+    (optional, [T, N, D*H] float32): h[t_prev] * m[t] of every step but the first of each
+    direction, written by the kernel (it has o and c of every step)."""
     T, N, D, H = zstate.shape[0], zstate.shape[1], 2 if bidirectional else 1, cfg.H
     dpp = None if dpeep is None else torch.empty((N, D * 4 * H), dtype=torch.float32,
                                                  device=dA.device)
     flags = dict(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                  DCS=dcell is not None, HAS_DHF=dh_final is not None,
-                 HAS_DCF=dc_final is not None, DP=dpp is not None)
+                 HAS_DCF=dc_final is not None, DP=dpp is not None, HPREV=hprev is not None)
     defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
                    bidirectional=bidirectional, flags=flags)
     _, bwd = _get(cfg, dA.device, defs)
@@ -338,10 +353,11 @@ def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh
     bwd(D, [dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
             dm if peephole is None else peephole, dm if dcell is None else dcell,
             dm if dh_final is None else dh_final, dm if dc_final is None else dc_final, dA,
-            dh0, dc0, dm if dpp is None else dpp, T, dstate.stride(0), dstate.stride(1),
-            zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1), R.stride(0),
-            R.stride(1), R.stride(2), st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0),
-            st(dcell, 1), st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1),
-            dh0.stride(0), dc0.stride(0), 0 if dpp is None else dpp.stride(0)])
+            dh0, dc0, dm if dpp is None else dpp, dm if hprev is None else hprev, T,
+            dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
+            cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2), st(c0, 0),
+            st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1), st(dh_final, 0),
+            st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0), dc0.stride(0),
+            0 if dpp is None else dpp.stride(0), st(hprev, 0), st(hprev, 1)])
     if dpeep is not None:
         torch.sum(dpp, dim=0, out=dpeep.view(D * 4 * H))

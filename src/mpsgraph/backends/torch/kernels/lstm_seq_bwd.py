@@ -310,7 +310,8 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
                       reverse: bool, bidirectional: bool, blocks: tuple[int, int, int, int],
                       activations: tuple[int, int, int, int, int], allow_tf32: bool = False,
                       tiling: Tiling | None = None, sync: bool | None = None,
-                      dpeep: torch.Tensor | None = None) -> bool:
+                      dpeep: torch.Tensor | None = None,
+                      hprev: torch.Tensor | None = None) -> bool:
     """The LSTM backward recurrence over all steps and directions (module docstring). Shapes
     (D = 2 when bidirectional else 1; a unit stride on every last axis, other strides free):
 
@@ -325,7 +326,11 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
       (float32: dL/dh0 after the mask, dL/dc0); dpeep [D, 4H] float32 or None: the peephole
       gradient sum_t sum_n dA[t] * c_prev (per gate block of the 4H axis), accumulated in the
       kernel from the float32 dA (each program sums its rows and steps per unit; the
-      per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order).
+      per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order);
+    - hprev [T, N, D*H] float32 or None: h[t_prev] * m[t] (h = o * g(cell) from zstate and cell:
+      the operand of the recurrent-weight gradient) at every step but each direction's first
+      (left as it is: h0 there, which this function does not take); written by the cluster
+      kernel, on the Triton path by torch ops after the kernel.
 
     Returns False (nothing written) when `plan` finds no tiling; sync, and the cluster path
     taken with tiling and sync None, as forward_sequence."""
@@ -343,7 +348,7 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
     if cfg is not None:
         lstm_cluster.backward(cfg, dstate, zstate, cell, R, c0, mask, peephole, dcell,
-                              dh_final, dc_final, dA, dh0, dc0, dpeep, reverse=reverse,
+                              dh_final, dc_final, dA, dh0, dc0, dpeep, hprev, reverse=reverse,
                               bidirectional=bidirectional, blocks=blocks,
                               activations=activations)
         return True
@@ -379,4 +384,22 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
         launch(_bwd_seq_kernel, grid, (*args, T, N, H, T, 0, 1, *strides), meta)
     if dpeep is not None:
         torch.sum(dpp, dim=0, out=dpeep.view(D, 4 * H))
+    if hprev is not None:
+        _hprev(hprev, zstate, cell, mask, T, D, H, blocks[3], int(activations[4]),
+               reverse=reverse, bidirectional=bidirectional)
     return True
+
+
+def _hprev(hprev, zstate, cell, mask, T, D, H, bo, g_kind, *, reverse, bidirectional):
+    """hprev[t] = h[t_prev] * m[t] (h = o * g(cell)) at every step but each direction's first:
+    the cluster kernel's extra output, in torch ops for the Triton path."""
+    from ..._lstm_glue import step_shift
+    from ..rnn import _act
+
+    for d in range(D):
+        cons, prod, _ = step_shift(T, (d == 1) if bidirectional else reverse)
+        go = zstate[prod, :, (4 * d + bo) * H:(4 * d + bo + 1) * H].float()
+        h = go * _act(g_kind, cell[prod, :, d * H:(d + 1) * H].float())
+        if mask is not None:
+            h = h * mask[cons, :, d * H:(d + 1) * H]
+        hprev[cons, :, d * H:(d + 1) * H] = h
