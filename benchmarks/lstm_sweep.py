@@ -106,6 +106,13 @@ def row(label: str, T: int, N: int, H: int, dt: torch.dtype, env: dict, masked=F
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
         pl = lstm_seq_fwd.plan(N, H, D, DEV, dt, allow_tf32=tf32)
         tiling = f"{pl.block_n}x{pl.block_u} P={pl.programs}" if pl else "-"
+        # the cluster path (float32, N <= 16, Hopper+) takes these calls over from the plan
+        r_probe = torch.empty((D, 4 * H, H), dtype=dt, device="meta")
+        cl = lstm_seq_fwd.cluster_config(DEV, T, N, r_probe, D, None, None, ())
+        if cl is not None and os.environ.get("MPSGRAPH_LSTM_KERNEL", "persistent") == "persistent":
+            pl = None
+            tiling = (f"cluster fwd {cl.cj_f}x{cl.kp_f} ({cl.nt_f} thr) "
+                      f"bwd {cl.cj_b}x{cl.kp_b} ({cl.nt_b} thr)")
         if pl and os.environ.get("MPSGRAPH_LSTM_R_RESIDENT") != "0":
             prec = lstm_seq_fwd.precision(dt, tf32, H)
             ks = [lstm_seq_fwd.r_resident(H, pl, dt, prec, b) or "-" for b in (False, True)]

@@ -143,6 +143,40 @@ template <int V, int Q> __device__ __forceinline__ int group_reduce(float* v, in
 #define CE_F ((NB * U + NT_F - 1) / NT_F)  // gate elements (row, unit) per thread
 #define CE_B ((NB * U + NT_B - 1) / NT_B)
 
+// The per-step product of both kernels: out[n * ld + grp * CJ + cj] (rows n < NB) = the sum
+// over the Q lanes of this thread's group of x[n][its K segment] . w[.][cj]; x holds NP rows
+// of ROW floats in segments of KP (+ PAD) floats, w this thread's [KP][CJ] part of R.
+template <int CJ, int KP, int PAD, int Q, int ROW>
+__device__ __forceinline__ void seg_product(const float* x, const float (&w)[KP][CJ], int q,
+                                            int grp, int lane, float* out, int ld) {
+    float acc[NP * CJ];
+#pragma unroll
+    for (int i = 0; i < NP * CJ; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int n = 0; n < NP; ++n) {
+#pragma unroll
+        for (int k4 = 0; k4 < KP; k4 += 4) {
+            const float4 h = *reinterpret_cast<const float4*>(x + n * ROW + q * (KP + PAD) + k4);
+#pragma unroll
+            for (int cj = 0; cj < CJ; ++cj) {
+                float a = acc[n * CJ + cj];
+                a = fmaf(h.x, w[k4][cj], a);
+                a = fmaf(h.y, w[k4 + 1][cj], a);
+                a = fmaf(h.z, w[k4 + 2][cj], a);
+                a = fmaf(h.w, w[k4 + 3][cj], a);
+                acc[n * CJ + cj] = a;
+            }
+        }
+    }
+    const int off = group_reduce<NP * CJ, Q>(acc, lane);
+    constexpr int KEEP = NP * CJ / Q > 0 ? NP * CJ / Q : 1;
+#pragma unroll
+    for (int i = 0; i < KEEP; ++i) {
+        const int idx = off + i, n = idx / CJ;
+        if (n < NB) out[n * ld + grp * CJ + idx % CJ] = acc[i];
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // forward
 // ---------------------------------------------------------------------------------------------
@@ -257,35 +291,7 @@ lstm_cluster_fwd(const float* __restrict__ xp, const float* __restrict__ R,
         }
         // 1. the recurrent product of this thread's columns over its K segment, summed over
         // the Q_F lanes of its group
-        if (prod) {
-            float acc[NP * CJ_F];
-#pragma unroll
-            for (int i = 0; i < NP * CJ_F; ++i) acc[i] = 0.0f;
-#pragma unroll
-            for (int n = 0; n < NP; ++n) {
-#pragma unroll
-                for (int k4 = 0; k4 < KP_F; k4 += 4) {
-                    const float4 h = *reinterpret_cast<const float4*>(
-                        hin + n * ROW_F + q * (KP_F + PAD_F) + k4);
-#pragma unroll
-                    for (int cj = 0; cj < CJ_F; ++cj) {
-                        float a = acc[n * CJ_F + cj];
-                        a = fmaf(h.x, w[k4][cj], a);
-                        a = fmaf(h.y, w[k4 + 1][cj], a);
-                        a = fmaf(h.z, w[k4 + 2][cj], a);
-                        a = fmaf(h.w, w[k4 + 3][cj], a);
-                        acc[n * CJ_F + cj] = a;
-                    }
-                }
-            }
-            const int off = group_reduce<NP * CJ_F, Q_F>(acc, lane);
-            constexpr int KEEP = NP * CJ_F / Q_F > 0 ? NP * CJ_F / Q_F : 1;
-#pragma unroll
-            for (int i = 0; i < KEEP; ++i) {
-                const int idx = off + i, n = idx / CJ_F;
-                if (n < NB) pre[n * 4 * U + grp * CJ_F + idx % CJ_F] = acc[i];
-            }
-        }
+        if (prod) seg_product<CJ_F, KP_F, PAD_F, Q_F, ROW_F>(hin, w, q, grp, lane, pre, 4 * U);
         __syncthreads();
         // 2. the gate math of this thread's elements; h (times the next step's mask) staged in
         // xo, then pushed into buffer (k + 1) & 1 of every CTA of the cluster; the cluster
@@ -550,35 +556,7 @@ lstm_cluster_bwd(const float* __restrict__ ds, const float* __restrict__ zs,
         }
         __syncthreads();
         // the partial dh of every unit from this CTA's dA columns, summed over the Q_B lanes
-        {
-            float acc[NP * CJ_B];
-#pragma unroll
-            for (int i = 0; i < NP * CJ_B; ++i) acc[i] = 0.0f;
-#pragma unroll
-            for (int n = 0; n < NP; ++n) {
-#pragma unroll
-                for (int k4 = 0; k4 < KP_B; k4 += 4) {
-                    const float4 a = *reinterpret_cast<const float4*>(
-                        xo + n * ROW_B + q * (KP_B + PAD_B) + k4);
-#pragma unroll
-                    for (int cj = 0; cj < CJ_B; ++cj) {
-                        float sacc = acc[n * CJ_B + cj];
-                        sacc = fmaf(a.x, w[k4][cj], sacc);
-                        sacc = fmaf(a.y, w[k4 + 1][cj], sacc);
-                        sacc = fmaf(a.z, w[k4 + 2][cj], sacc);
-                        sacc = fmaf(a.w, w[k4 + 3][cj], sacc);
-                        acc[n * CJ_B + cj] = sacc;
-                    }
-                }
-            }
-            const int off = group_reduce<NP * CJ_B, Q_B>(acc, lane);
-            constexpr int KEEP = NP * CJ_B / Q_B > 0 ? NP * CJ_B / Q_B : 1;
-#pragma unroll
-            for (int i = 0; i < KEEP; ++i) {
-                const int idx = off + i, n = idx / CJ_B;
-                if (n < NB) part[n * HID + grp * CJ_B + idx % CJ_B] = acc[i];
-            }
-        }
+        seg_product<CJ_B, KP_B, PAD_B, Q_B, ROW_B>(xo, w, q, grp, lane, part, HID);
         __syncthreads();
         // each owner's units to its buffer (j + 1) & 1 (the last step's: for dh0)
         {
