@@ -72,3 +72,108 @@ def test_compiles_for_sm90(N, H, flags, bidir, monkeypatch):
     if H <= 128:  # the benchmark's shapes: R and the sums stay in registers (H = 256 at 512
         # threads, capped at 128 registers, spills ~100-250 bytes in the backward)
         assert log.count(" 0 bytes spill stores") == 2, log
+
+
+def _call_args(T=3, N=8, H=128):
+    import torch
+
+    z = torch.zeros
+    return (z(T, N, 4 * H), z(1, 4 * H, H), z(T, N, H), z(T, N, 4 * H), z(N, H))
+
+
+KW = dict(reverse=False, bidirectional=False, blocks=(0, 1, 2, 3), activations=(3, 3, 2, 3, 2))
+
+
+def test_compile_failure_falls_back(monkeypatch):
+    # NVRTC or the driver refusing the kernels: one RuntimeWarning per configuration, the
+    # answer False (the wrappers then run the Triton kernels), no second compile
+    import warnings
+
+    import torch
+
+    calls = []
+
+    def refuse(*a):
+        calls.append(a)
+        raise RuntimeError("lstm_cluster: NVRTC compile failed: no st.async here")
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(lc, "_arch", lambda i: "sm_90")
+    monkeypatch.setattr(lc, "_kernels", refuse)
+    monkeypatch.setattr(lc, "_FAILED", {})
+    cfg = lc.config(8, 128)
+    xp, R, s, z, n = _call_args()
+    with pytest.warns(RuntimeWarning, match="no st.async here; the Triton kernels run"):
+        assert lc.forward(cfg, xp, R, None, None, None, None, s, s, z, **KW) is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert lc.forward(cfg, xp, R, None, None, None, None, s, s, z, **KW) is False
+        # the backward of the same options shares that compile (one module, two kernels)
+        assert lc.backward(cfg, s, z, s, R, None, None, None, None, None, None, z, n, n, None,
+                           None, **KW) is False
+    assert len(calls) == 1
+    with pytest.warns(RuntimeWarning, match="no st.async"):  # other options: another compile
+        assert lc.backward(cfg, s, z, s, R, n, None, None, None, None, None, z, n, n, None,
+                           None, **KW) is False
+    assert len(calls) == 2
+
+
+def test_refused_launch_falls_back(monkeypatch):
+    import torch
+
+    class Refused:
+        def __call__(self, directions, args):
+            raise RuntimeError("lstm_cluster: cuLaunchKernel failed: CUDA error 1")
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(lc, "_arch", lambda i: "sm_90")
+    monkeypatch.setattr(lc, "_kernels", lambda *a: (Refused(), Refused()))
+    cfg = lc.config(8, 128)
+    xp, R, s, z, n = _call_args()
+    with pytest.warns(RuntimeWarning, match="cuLaunchKernel failed"):
+        assert lc.forward(cfg, xp, R, None, None, None, None, s, s, z, **KW) is False
+    dp = torch.full((1, 4 * 128), 7.0)
+    with pytest.warns(RuntimeWarning, match="cuLaunchKernel failed"):
+        assert lc.backward(cfg, s, z, s, R, None, None, None, None, None, None, z, n, n, dp,
+                           None, **KW) is False
+    assert (dp == 7.0).all()  # nothing written
+
+
+def _params(kernel: str) -> list[str]:
+    """The parameter names of a kernel's signature in lstm_cluster.cu."""
+    import re
+
+    src = lc.source()
+    body = src[src.index(kernel + "("):]
+    return re.findall(r"(\w+)\s*(?:,|\))", body[:body.index("{")])
+
+
+def test_launch_arguments_match_the_kernels(monkeypatch):
+    # what forward / backward pass, in number and kind, is what the CUDA signatures take
+    import torch
+
+    seen = {}
+
+    class Record:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, directions, args):
+            seen[self.name] = (directions, args)
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(lc, "_arch", lambda i: "sm_90")
+    monkeypatch.setattr(lc, "_kernels", lambda *a: (Record("fwd"), Record("bwd")))
+    cfg = lc.config(8, 128)
+    xp, R, s, z, n = _call_args()
+    assert lc.forward(cfg, xp, R, n, n, s, None, s, s, z, **KW) is True
+    hp = torch.zeros_like(s)
+    assert lc.backward(cfg, s, z, s, R, n, s, None, s, n, n, z, n, n, None, hp, **KW) is True
+    for name, kernel in (("fwd", "lstm_cluster_fwd"), ("bwd", "lstm_cluster_bwd")):
+        params = _params(kernel)
+        directions, args = seen[name]
+        assert directions == 1 and len(args) == len(params), (name, len(args), params)
+        first_int = params.index("T")
+        assert all(isinstance(a, torch.Tensor) for a in args[:first_int]), name
+        assert all(isinstance(a, int) for a in args[first_int:]), name
+    assert _params("lstm_cluster_fwd")[-1] == "s_hn" and _params("lstm_cluster_bwd")[-1] == "s_hpn"

@@ -48,6 +48,7 @@ import functools
 import glob
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -307,38 +308,65 @@ def usable(device: torch.device, N: int, H: int, tensors) -> Config | None:
     return cfg
 
 
+_FAILED: dict[tuple, str] = {}  # compiles / loads that failed (not retried in this process)
+
+
 def _get(cfg: Config, device: torch.device, defs: dict[str, int]):
+    """The (forward, backward) kernels for `defs` on `device`, compiled and loaded at first use;
+    None (after one RuntimeWarning per configuration) when NVRTC or the driver refuses them
+    (e.g. an NVRTC or driver too old for st.async): the callers then run the Triton kernels."""
     index = torch.cuda.current_device() if device.index is None else device.index
-    return _kernels((cfg, tuple(sorted(defs.items()))), _arch(index), index)
+    key = ((cfg, tuple(sorted(defs.items()))), _arch(index), index)
+    if key in _FAILED:
+        return None
+    try:
+        return _kernels(*key)
+    except (RuntimeError, OSError) as e:
+        _FAILED[key] = str(e)
+        warnings.warn(f"lstm_cluster: {e}; the Triton kernels run instead", RuntimeWarning,
+                      stacklevel=3)
+        return None
+
+
+def _launch(kernel: _Kernel, directions: int, args: list) -> bool:
+    try:
+        kernel(directions, args)
+        return True
+    except RuntimeError as e:  # a launch the driver refuses (e.g. no room for a cluster)
+        warnings.warn(f"{e}; the Triton kernels run instead", RuntimeWarning, stacklevel=3)
+        return False
 
 
 def forward(cfg: Config, xp, R, h0, c0, mask, peephole, state, cell, zstate, *, reverse: bool,
-            bidirectional: bool, blocks, activations) -> None:
+            bidirectional: bool, blocks, activations) -> bool:
     """`forward_sequence` on the cluster path (the caller checked `usable`; mask already
-    [T, N, D*H] (stride 0 on T allowed), peephole float32 [D, 4H], unit last strides)."""
+    [T, N, D*H] (stride 0 on T allowed), peephole float32 [D, 4H], unit last strides).
+    False (nothing written) when the kernels cannot be compiled, loaded or launched here."""
     T, D = xp.shape[0], 2 if bidirectional else 1
     flags = dict(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
                  PEEP=peephole is not None)
     defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
                    bidirectional=bidirectional, flags=flags)
-    fwd, _ = _get(cfg, xp.device, defs)
+    kernels = _get(cfg, xp.device, defs)
+    if kernels is None:
+        return False
     dm = state
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
-    fwd(D, [xp, R, dm if h0 is None else h0, dm if c0 is None else c0,
-            dm if mask is None else mask, dm if peephole is None else peephole, zstate, cell,
-            state, T, xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2),
-            st(h0, 0), st(c0, 0), st(mask, 0), st(mask, 1), zstate.stride(0),
-            zstate.stride(1), cell.stride(0), cell.stride(1), state.stride(0),
-            state.stride(1)])
+    return _launch(kernels[0], D, [
+        xp, R, dm if h0 is None else h0, dm if c0 is None else c0,
+        dm if mask is None else mask, dm if peephole is None else peephole, zstate, cell, state,
+        T, xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2), st(h0, 0),
+        st(c0, 0), st(mask, 0), st(mask, 1), zstate.stride(0), zstate.stride(1),
+        cell.stride(0), cell.stride(1), state.stride(0), state.stride(1)])
 
 
 def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh_final,
              dc_final, dA, dh0, dc0, dpeep, hprev, *, reverse: bool, bidirectional: bool,
-             blocks, activations) -> None:
-    """`backward_sequence` on the cluster path (as `forward`). The peephole gradient: per-row
-    partials [N, D*4H] from the kernel, summed here over the rows in a fixed order; hprev
-    (optional, [T, N, D*H] float32): h[t_prev] * m[t] of every step but the first of each
-    direction, written by the kernel (it has o and c of every step)."""
+             blocks, activations) -> bool:
+    """`backward_sequence` on the cluster path (as `forward`, also in its answer). The
+    peephole gradient: per-row partials [N, D*4H] from the kernel, summed here over the rows
+    in a fixed order; hprev (optional, [T, N, D*H] float32): h[t_prev] * m[t] of every step but
+    the first of each direction, written by the kernel (it has o and c of every step)."""
     T, N, D, H = zstate.shape[0], zstate.shape[1], 2 if bidirectional else 1, cfg.H
     dpp = None if dpeep is None else torch.empty((N, D * 4 * H), dtype=torch.float32,
                                                  device=dA.device)
@@ -347,17 +375,21 @@ def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh
                  HAS_DCF=dc_final is not None, DP=dpp is not None, HPREV=hprev is not None)
     defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
                    bidirectional=bidirectional, flags=flags)
-    _, bwd = _get(cfg, dA.device, defs)
+    kernels = _get(cfg, dA.device, defs)
+    if kernels is None:
+        return False
     dm = dc0
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
-    bwd(D, [dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
-            dm if peephole is None else peephole, dm if dcell is None else dcell,
-            dm if dh_final is None else dh_final, dm if dc_final is None else dc_final, dA,
-            dh0, dc0, dm if dpp is None else dpp, dm if hprev is None else hprev, T,
-            dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
-            cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2), st(c0, 0),
-            st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1), st(dh_final, 0),
-            st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0), dc0.stride(0),
-            0 if dpp is None else dpp.stride(0), st(hprev, 0), st(hprev, 1)])
-    if dpeep is not None:
+    ran = _launch(kernels[1], D, [
+        dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
+        dm if peephole is None else peephole, dm if dcell is None else dcell,
+        dm if dh_final is None else dh_final, dm if dc_final is None else dc_final, dA, dh0,
+        dc0, dm if dpp is None else dpp, dm if hprev is None else hprev, T, dstate.stride(0),
+        dstate.stride(1), zstate.stride(0), zstate.stride(1), cell.stride(0), cell.stride(1),
+        R.stride(0), R.stride(1), R.stride(2), st(c0, 0), st(mask, 0), st(mask, 1),
+        st(dcell, 0), st(dcell, 1), st(dh_final, 0), st(dc_final, 0), dA.stride(0),
+        dA.stride(1), dh0.stride(0), dc0.stride(0), 0 if dpp is None else dpp.stride(0),
+        st(hprev, 0), st(hprev, 1)])
+    if ran and dpeep is not None:
         torch.sum(dpp, dim=0, out=dpeep.view(D * 4 * H))
+    return ran

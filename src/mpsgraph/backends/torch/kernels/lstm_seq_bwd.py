@@ -338,20 +338,18 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     dev = zstate.device
     cfg = cluster_config(dev, T, N, R, D, tiling, sync, (dstate, zstate, cell, c0, mask, dcell,
                                                          dh_final, dc_final, dA, dh0, dc0))
-    if cfg is None:
-        tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32, backward=True)
-        if tiling is None:
-            return False
-    assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
     dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
         _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
-    if cfg is not None:
-        lstm_cluster.backward(cfg, dstate, zstate, cell, R, c0, mask, peephole, dcell,
-                              dh_final, dc_final, dA, dh0, dc0, dpeep, hprev, reverse=reverse,
-                              bidirectional=bidirectional, blocks=blocks,
-                              activations=activations)
-        return True
+    if cfg is not None and lstm_cluster.backward(
+            cfg, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh_final, dc_final, dA,
+            dh0, dc0, dpeep, hprev, reverse=reverse, bidirectional=bidirectional,
+            blocks=blocks, activations=activations):
+        return True  # (as in forward_sequence)
+    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32, backward=True)
+    if tiling is None:
+        return False
+    assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
     for s in (dA, dh0, dc0):
         assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,

@@ -837,17 +837,15 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     T, N, H, D = xp.shape[0], xp.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = xp.device
     cfg = cluster_config(dev, T, N, R, D, tiling, sync, (xp, h0, c0, mask, state, cell, zstate))
-    if cfg is None:
-        tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
-        if tiling is None:
-            return False
     xp, h0, c0, mask = _unit(xp), _unit(h0), _unit(c0), _unit(mask)
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
-    if cfg is not None:
-        lstm_cluster.forward(cfg, xp, R, h0, c0, mask, peephole, state, cell, zstate,
-                             reverse=reverse, bidirectional=bidirectional, blocks=blocks,
-                             activations=activations)
-        return True
+    if cfg is not None and lstm_cluster.forward(
+            cfg, xp, R, h0, c0, mask, peephole, state, cell, zstate, reverse=reverse,
+            bidirectional=bidirectional, blocks=blocks, activations=activations):
+        return True  # (the cluster path declines where its kernels cannot be compiled / run)
+    tiling, sync = launch_plan(dev, T, N, R, D, tiling, sync, allow_tf32)
+    if tiling is None:
+        return False
     meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
                        activations=activations, reverse=reverse, bidirectional=bidirectional,
                        backward=False)
