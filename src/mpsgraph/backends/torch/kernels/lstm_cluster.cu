@@ -5,8 +5,9 @@
 //   HID hidden size, NB batch rows, NP rows padded to a power of two, CL cluster size,
 //   U = HID / CL units per CTA;
 //   forward product (K = HID, M = 4U): CJ_F columns x KP_F k's per thread, Q_F = HID / KP_F
-//   lanes share a column group, NT_F = Q_F * 4U / CJ_F threads; backward (K = 4 HID, M = U):
-//   CJ_B, KP_B, Q_B, NT_B the same way; PAD_F / PAD_B floats of padding per K segment;
+//   lanes share a column group, NT_F = Q_F * 4U / CJ_F threads; backward (K = 4U, this CTA's
+//   dA columns, M = HID, every unit): CJ_B, KP_B, Q_B = 4U / KP_B, NT_B = Q_B * HID / CJ_B the
+//   same way; PAD_F / PAD_B floats of padding per K segment;
 //   gate blocks BI BF BZ BO, activations AI AF AZ AO AG (0 none, 1 relu, 2 tanh, 3 sigmoid,
 //   4 hardSigmoid); flags HAS_H0 HAS_C0 HAS_MASK PEEP REV BIDIR, backward DCS HAS_DHF
 //   HAS_DCF DP HPREV.
