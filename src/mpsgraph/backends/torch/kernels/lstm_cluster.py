@@ -336,6 +336,13 @@ def _get(cfg: Config, device: torch.device, defs: dict[str, int]):
         return None
 
 
+def _compiled(cfg: Config, device: torch.device, flags: dict[str, bool], *, reverse: bool,
+              bidirectional: bool, blocks, activations):
+    """`_get` for a call's options (the compile-time flags plus direction, gates, activations)."""
+    return _get(cfg, device, defines(cfg, blocks=blocks, activations=activations,
+                                     reverse=reverse, bidirectional=bidirectional, flags=flags))
+
+
 def _launch(kernel: _Kernel, directions: int, args: list) -> bool:
     try:
         kernel(directions, args)
@@ -353,9 +360,8 @@ def forward(cfg: Config, xp, R, h0, c0, mask, peephole, state, cell, zstate, *, 
     T, D = xp.shape[0], 2 if bidirectional else 1
     flags = dict(HAS_H0=h0 is not None, HAS_C0=c0 is not None, HAS_MASK=mask is not None,
                  PEEP=peephole is not None)
-    defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
-                   bidirectional=bidirectional, flags=flags)
-    kernels = _get(cfg, xp.device, defs)
+    kernels = _compiled(cfg, xp.device, flags, reverse=reverse, bidirectional=bidirectional,
+                        blocks=blocks, activations=activations)
     if kernels is None:
         return False
     dm = state
@@ -381,9 +387,8 @@ def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh
     flags = dict(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                  DCS=dcell is not None, HAS_DHF=dh_final is not None,
                  HAS_DCF=dc_final is not None, DP=dpp is not None, HPREV=hprev is not None)
-    defs = defines(cfg, blocks=blocks, activations=activations, reverse=reverse,
-                   bidirectional=bidirectional, flags=flags)
-    kernels = _get(cfg, dA.device, defs)
+    kernels = _compiled(cfg, dA.device, flags, reverse=reverse, bidirectional=bidirectional,
+                        blocks=blocks, activations=activations)
     if kernels is None:
         return False
     dm = dc0
