@@ -346,6 +346,57 @@ def test_kernels_bfloat16(case):
     _kernel_check(case, torch.bfloat16, 5e-2, None)
 
 
+@pytest.mark.parametrize("sync", SYNCS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", [HALF_CASES[0], HALF_CASES[2]], ids=str)
+def test_half_buffers_hold_the_rounded_float32_results(case, dtype, sync):
+    # rnn.py hands the kernels output buffers of the input dtype: each value is rounded once by
+    # its store, so they must hold exactly the float32 buffers' results rounded (the state read
+    # back by the next step is rounded as its dot operand is anyway; the cell carry, also
+    # between per-step launches, stays float32); the backward's hprev likewise
+    a, _ = _inputs(case, dtype)
+    T, N, H, D = case.T, case.N, case.H, case.D
+    o = dict(reverse=case.dirs == "rev", bidirectional=case.dirs == "bi",
+             blocks=gate_blocks(case.fgl), activations=case.acts, tiling=_tiling(case, dtype),
+             sync=sync)
+    x = a["x"].reshape(T * N, -1) @ a["W"].t() + a["b"]
+    xp = x.reshape(T, N, D * 4 * H)
+    nan = float("nan")
+    runs = {}
+    for bt in (torch.float32, dtype):
+        outs = [torch.full((T, N, D * k * H), nan, device=DEVICE, dtype=bt) for k in (1, 1, 4)]
+        assert lstm_seq_fwd.forward_sequence(xp, a["R"], a["h0"], a["c0"], a["mask"], a["p"],
+                                             *outs, **o)
+        runs[bt] = outs
+    _, cell, zs = runs[dtype]  # the backward's inputs (the same for both)
+    for bt in (torch.float32, dtype):
+        hp = torch.full((T, N, D * H), nan, device=DEVICE, dtype=bt)
+        dA = torch.full((T, N, D * 4 * H), nan, device=DEVICE, dtype=bt)
+        dh0, dc0 = (torch.full((N, D * H), nan, device=DEVICE) for _ in range(2))
+        assert lstm_seq_bwd.backward_sequence(a["dstate"], zs, cell, a["R"], a["c0"],
+                                              a["mask"], a["p"], a["dcell"], a["dhf"],
+                                              a["dcf"], dA, dh0, dc0, **o, hprev=hp)
+        runs[bt] += [hp, dA]
+    names = ("state", "cell", "zState", "hprev", "dA")
+    for name, wide, half in zip(names, runs[torch.float32], runs[dtype]):
+        assert half.dtype == dtype
+        per_step = sync is False or (sync is None and lstm_seq_fwd.interpreting())
+        # (per step, the cell is rounded by torch from its float32 carry buffer)
+        want = wide.to(dtype) if name == "cell" and per_step else _store_rounded(wide, dtype)
+        assert torch.equal(want.isnan(), half.isnan()), name  # (hprev's first step)
+        assert torch.equal(torch.nan_to_num(want), torch.nan_to_num(half)), name
+
+
+def _store_rounded(a, dtype):
+    """float32 `a` as a Triton store into a `dtype` buffer rounds it: to nearest even on the GPU,
+    but Triton's interpreter (3.9) truncates float32 -> bfloat16 (in every conversion, so in
+    the dot operands too; float16 it rounds)."""
+    if dtype == torch.bfloat16 and lstm_seq_fwd.interpreting():
+        bits = a.float().view(torch.int32) & -65536  # the low 16 bits dropped
+        return bits.view(torch.float32).to(dtype)  # (exact now)
+    return a.to(dtype)
+
+
 # ----------------------------------------------------------------------------------------------
 # through rnn.lstm_forward / rnn.lstm_backward
 # ----------------------------------------------------------------------------------------------
@@ -465,7 +516,10 @@ def test_plan(monkeypatch):
     # the measured chunk sizes, warps and pipeline depths (forward, backward)
     t = lstm_seq_fwd.plan(64, 1024, 1, cpu, torch.bfloat16, max_programs=132)
     assert (t.block_k_fwd, t.block_k_bwd, t.num_warps, t.num_stages, t.num_stages_bwd) == \
-        (64, 256, 4, 3, 3)
+        (128, 256, 4, 3, 3)
+    t = lstm_seq_fwd.plan(256, 512, 1, cpu, torch.bfloat16, max_programs=132)
+    assert (t.block_n, t.block_k_fwd, t.block_k_bwd, t.num_stages, t.num_stages_bwd) == \
+        (64, 64, 128, 3, 3)
     t = lstm_seq_fwd.plan(64, 256, 1, cpu, torch.float32, max_programs=132)
     assert (t.block_k_fwd, t.block_k_bwd, t.num_warps, t.num_stages, t.num_stages_bwd) == \
         (32, 64, 4, 3, 3)

@@ -395,12 +395,12 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
                         bidirectional: bool, forget_gate_last: bool,
                         activations: tuple[int, int, int, int, int]):
     """lstm_forward through the persistent kernel. The input projection stays in the input
-    dtype (one GEMM, bias fused); the kernel widens everything it reads to float32 and writes
-    float32 outputs, rounded once here for the half types."""
+    dtype (one GEMM, bias fused); the kernel widens everything it reads to float32, computes in
+    float32 and writes the outputs in the input dtype (each value rounded once by its store;
+    the cell is carried in float32)."""
     from .kernels import lstm_seq_fwd
 
     dt = x.dtype
-    f32 = torch.float32
     T, N, D, H, G = _dims(x, R, bidirectional)
     dev = x.device
     if W is not None:
@@ -408,17 +408,15 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
         xp = (x2 @ W.t() if b is None else torch.addmm(b, x2, W.t())).view(T, N, D * G)
     else:
         xp = x if b is None else x + b
-    state = torch.empty((T, N, D * H), dtype=f32, device=dev)
-    cell = torch.empty((T, N, D * H), dtype=f32, device=dev)
-    zs = torch.empty((T, N, D * G), dtype=f32, device=dev)
+    state = torch.empty((T, N, D * H), dtype=dt, device=dev)
+    cell = torch.empty((T, N, D * H), dtype=dt, device=dev)
+    zs = torch.empty((T, N, D * G), dtype=dt, device=dev)
     ran = lstm_seq_fwd.forward_sequence(
         xp, R.reshape(D, G, H), h0, c0, mask, peephole, state, cell, zs, reverse=reverse,
         bidirectional=bidirectional, blocks=gate_blocks(forget_gate_last),
         activations=activations, allow_tf32=_allow_tf32())  # the wrapper plans the tiling
     # again (cached) or takes the cluster path (kernels/lstm_cluster.py) where that applies
     assert ran, "persistent LSTM forward: planned but not run"
-    if dt != f32:
-        return state.to(dt), cell.to(dt), zs.to(dt)
     return state, cell, zs
 
 
@@ -444,9 +442,9 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
     dc0 = torch.empty((N, D * H), dtype=f32, device=dev)
     # the peephole gradient is summed in the kernel (float32 dA, c_prev in registers)
     dp = torch.empty((D, 4, H), dtype=f32, device=dev) if need_peephole else None
-    # h_prev * m of every step (the recurrent-weight gradient's operand), float32: the
-    # backward fills every step but each direction's first (the cluster kernel in passing)
-    hp = torch.empty((T, N, D * H), dtype=f32, device=dev)
+    # h_prev * m of every step (the recurrent-weight gradient's operand) in the GEMM's dtype:
+    # the backward kernels fill every step but each direction's first in passing
+    hp = torch.empty((T, N, D * H), dtype=dt, device=dev)
     ran = lstm_seq_bwd.backward_sequence(
         dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
         dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
@@ -465,7 +463,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
             hpd[first] = _part(h0, d, H) if mask_seq is None else (
                 _part(h0, d, H) * _part(mask_seq, d, H)[first])
         # one GEMM in the input dtype
-        dR[d] = dAd.reshape(T * N, G).t() @ hpd.to(dt).reshape(T * N, H)
+        dR[d] = dAd.reshape(T * N, G).t() @ hpd.reshape(T * N, H)
     out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
                      need_c0=need_c0, db_dtype=f32)
     return {k: None if v is None else v.to(dt) for k, v in out.items()}

@@ -176,10 +176,10 @@ def _step_inputs(j, ok, T, d, ds_ptr, z_ptr, c_ptr, c0_ptr, dcs_ptr, m_ptr, s_ds
 @triton.jit(do_not_specialize=["T", "j0", "nj", "do_final"])
 def _bwd_seq_kernel(
         ds_ptr, z_ptr, c_ptr, r_ptr, c0_ptr, m_ptr, p_ptr, dcs_ptr, dhf_ptr, dcf_ptr,
-        da_ptr, dh0_ptr, dc0_ptr, cnt_ptr, dp_ptr,
+        da_ptr, dh0_ptr, dc0_ptr, cnt_ptr, dp_ptr, hp_ptr,
         T, N, H, j0, nj, do_final,
         s_dst, s_dsn, s_zt, s_zn, s_ct, s_cn, s_rd, s_rr, s_rc, s_rs, s_c0n, s_mt, s_mn,
-        s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n, s_dpt,
+        s_dcst, s_dcsn, s_dhfn, s_dcfn, s_dat, s_dan, s_dh0n, s_dc0n, s_dpt, s_hpt, s_hpn,
         BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
         AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
         AG: tl.constexpr, HAS_C0: tl.constexpr, HAS_MASK: tl.constexpr, PEEP: tl.constexpr,
@@ -188,7 +188,7 @@ def _bwd_seq_kernel(
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
         R_RESIDENT: tl.constexpr, RES_K: tl.constexpr, PREFETCH: tl.constexpr,
-        DP: tl.constexpr):
+        DP: tl.constexpr, HPREV: tl.constexpr):
     p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     rb = r_ptr + d.to(tl.int64) * s_rd
@@ -274,6 +274,12 @@ def _bwd_seq_kernel(
         dcc = dc * g_f
         if PEEP:
             dcc += da_i * p_i + da_f * p_f + da_z * p_z + da_o * p_o
+        if HPREV:  # h[t] * m[t_next], the recurrent-weight gradient's operand at t_next
+            hv = g_o * gc
+            if HAS_MASK:
+                hv = hv * m_next
+            tl.store(hp_ptr + tn * s_hpt + rn[:, None] * s_hpn + dH + ru[None, :], hv,
+                     mask=masked_if(m2, k < T - 1))
         if DP:
             dp_i += tl.reduce(da_i * cp, 0, _add)
             dp_f += tl.reduce(da_f * cp, 0, _add)
@@ -327,17 +333,18 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
       gradient sum_t sum_n dA[t] * c_prev (per gate block of the 4H axis), accumulated in the
       kernel from the float32 dA (each program sums its rows and steps per unit; the
       per-row-tile partials [tiles_n, D, 4H] are added here, in a fixed order);
-    - hprev [T, N, D*H] float32 or None: h[t_prev] * m[t] (h = o * g(cell) from zstate and cell:
-      the operand of the recurrent-weight gradient) at every step but each direction's first
-      (left as it is: h0 there, which this function does not take); written by the cluster
-      kernel, on the Triton path by torch ops after the kernel.
+    - hprev [T, N, D*H] or None: h[t_prev] * m[t] (h = o * g(cell) from zstate and cell: the
+      operand of the recurrent-weight gradient) at every step but each direction's first (left
+      as it is: h0 there, which this function does not take), written by the kernel in
+      passing, in hprev's dtype (float32 on the cluster path, which takes float32 only).
 
     Returns False (nothing written) when `plan` finds no tiling; sync, and the cluster path
     taken with tiling and sync None, as forward_sequence."""
     T, N, H, D = zstate.shape[0], zstate.shape[1], R.shape[-1], 2 if bidirectional else 1
     dev = zstate.device
     cfg = cluster_config(dev, T, N, R, D, tiling, sync, (dstate, zstate, cell, c0, mask, dcell,
-                                                         dh_final, dc_final, dA, dh0, dc0))
+                                                         dh_final, dc_final, dA, dh0, dc0,
+                                                         hprev))
     dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final = (
         _unit(a) for a in (dstate, zstate, cell, c0, mask, dcell, dh_final, dc_final))
     mask, peephole = mask_and_peephole(mask, peephole, T, N, D, H)
@@ -350,8 +357,8 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     if tiling is None:
         return False
     assert dc0.dtype == torch.float32, "dc0 carries the cell gradient in float32"
-    for s in (dA, dh0, dc0):
-        assert s.stride(-1) == 1, "outputs need a unit stride on the last axis"
+    for s in (dA, dh0, dc0, hprev):
+        assert s is None or s.stride(-1) == 1, "outputs need a unit stride on the last axis"
     meta = kernel_meta(H, R, tiling, sync=sync, allow_tf32=allow_tf32, blocks=blocks,
                        activations=activations, reverse=reverse, bidirectional=bidirectional,
                        backward=True)
@@ -363,16 +370,16 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
     args = (dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
             dm if peephole is None else peephole, dm if dcell is None else dcell,
             dm if dh_final is None else dh_final, dm if dc_final is None else dc_final,
-            dA, dh0, dc0, cnt, dm if dpp is None else dpp)
+            dA, dh0, dc0, cnt, dm if dpp is None else dpp, dm if hprev is None else hprev)
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
     strides = (dstate.stride(0), dstate.stride(1), zstate.stride(0), zstate.stride(1),
                cell.stride(0), cell.stride(1), R.stride(0), R.stride(1), R.stride(2),
                s_rs, st(c0, 0), st(mask, 0), st(mask, 1), st(dcell, 0), st(dcell, 1),
                st(dh_final, 0), st(dc_final, 0), dA.stride(0), dA.stride(1), dh0.stride(0),
-               dc0.stride(0), 0 if dpp is None else dpp.stride(0))
+               dc0.stride(0), 0 if dpp is None else dpp.stride(0), st(hprev, 0), st(hprev, 1))
     meta.update(HAS_C0=c0 is not None, HAS_MASK=mask is not None, PEEP=peephole is not None,
                 DCS=dcell is not None, HAS_DHF=dh_final is not None,
-                HAS_DCF=dc_final is not None, DP=dpp is not None)
+                HAS_DCF=dc_final is not None, DP=dpp is not None, HPREV=hprev is not None)
     grid = (tiling.programs, D)
     if sync:
         launch(_bwd_seq_kernel, grid, (*args, T, N, H, 0, T, 1, *strides), meta)
@@ -382,22 +389,4 @@ def backward_sequence(dstate: torch.Tensor, zstate: torch.Tensor, cell: torch.Te
         launch(_bwd_seq_kernel, grid, (*args, T, N, H, T, 0, 1, *strides), meta)
     if dpeep is not None:
         torch.sum(dpp, dim=0, out=dpeep.view(D, 4 * H))
-    if hprev is not None:
-        _hprev(hprev, zstate, cell, mask, T, D, H, blocks[3], int(activations[4]),
-               reverse=reverse, bidirectional=bidirectional)
     return True
-
-
-def _hprev(hprev, zstate, cell, mask, T, D, H, bo, g_kind, *, reverse, bidirectional):
-    """hprev[t] = h[t_prev] * m[t] (h = o * g(cell)) at every step but each direction's first:
-    the cluster kernel's extra output, in torch ops for the Triton path."""
-    from ..._lstm_glue import step_shift
-    from ..rnn import _act
-
-    for d in range(D):
-        cons, prod, _ = step_shift(T, (d == 1) if bidirectional else reverse)
-        go = zstate[prod, :, (4 * d + bo) * H:(4 * d + bo + 1) * H].float()
-        h = go * _act(g_kind, cell[prod, :, d * H:(d + 1) * H].float())
-        if mask is not None:
-            h = h * mask[cons, :, d * H:(d + 1) * H]
-        hprev[cons, :, d * H:(d + 1) * H] = h

@@ -83,8 +83,12 @@ Precision: float32 dots are three TF32 products (float32 accuracy): "split" (R s
 high part and a remainder once per call by `split_r`, the h operand per step by `rmma`) for H <=
 256, Triton's "tf32x3" above (`precision`); "tf32" with allow_tf32; with float16 / bfloat16 R
 the dot operands (h_prev * m, R) are in R's dtype, and the accumulation, the cell and the gate
-math are float32. The outputs are written in their buffers' dtype (the torch backend passes
-float32 buffers and rounds once at the end). Under the interpreter (whose bfloat16 dot is
+math are float32. The outputs are written in their buffers' dtype: the torch backend passes
+buffers of the input dtype, so a half-type call stores h, the cell and the gates rounded once
+(no float32 copies, no conversion kernels after). The next step reads h back from the state
+buffer; rounded to the half type there, it is exactly the dot operand it would be rounded to
+anyway (R's dtype); the cell is carried in float32 (registers, or a float32 scratch buffer
+between per-step launches). Under the interpreter (whose bfloat16 dot is
 broken) half dot operands are rounded, then widened to float32 for the dot (F32_DOT).
 """
 
@@ -465,8 +469,10 @@ def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
             bkb: int | None = None, warps: int | None = None,
             stages: int | None = None) -> Tiling:
     """A Tiling with the chunk sizes, warps and pipeline depths of the K-chunk loops, measured
-    (H200, training step, `lstm_sweep.py`; LSTM_DESIGNS.md): forward chunks of 64 (half) / 32
-    (float32) hidden units, backward chunks of 256 (half, BLOCK_N = 16) / 128 (half) / 64
+    (H200, training step, `lstm_sweep.py`; LSTM_DESIGNS.md): forward chunks of 128 (half,
+    BLOCK_N = 16: (N=64, H=1024) bf16 forward 785 -> 733 us against 64; 256: 1256) / 64 (half,
+    wider BLOCK_N: 64 beat 128 at (N=256, H=512) 64x16, 1400 vs 1436 us) / 32 (float32) hidden
+    units, backward chunks of 256 (half, BLOCK_N = 16) / 128 (half) / 64
     (float32), 4 warps, 3 stages where the shared memory allows (`_stages`; float32 counts R's
     "split" hi and lo). Against the previous 8192-element chunk cap, 8 warps from 1024 outputs
     and 2 stages: (N=64, H=1024) bf16 3.83 -> 2.12 ms, (64, 256) float32 2.25 -> 1.93,
@@ -474,13 +480,13 @@ def _tiling(N: int, H: int, bn: int, bu: int, elem: int, bkf: int | None = None,
     `stages` (the env override) sets both loops' depth."""
     half = elem == 2
     if bkf is None:
-        bkf = max(16, min(pow2(H), 64 if half else 32))
+        bkf = max(16, min(pow2(H), (128 if bn <= 16 else 64) if half else 32))
     if bkb is None:
         bkb = max(16, min(pow2(4 * H), (256 if bn <= 16 else 128) if half else 64))
     if warps is None:
         warps = 4
     r_el = elem if half else 2 * elem  # float32 "split" streams R's hi and lo parts
-    st_f = stages or _stages(bn * bkf * 4 + 4 * bu * bkf * r_el)  # h_prev rows are float32
+    st_f = stages or _stages(bn * bkf * 4 + 4 * bu * bkf * r_el)  # h_prev rows (as float32)
     st_b = stages or _stages(bn * bkb * elem + bkb * bu * r_el)  # dA rows in R's dtype
     return Tiling(bn, bu, bkf, bkb, warps, st_f, cdiv(N, bn), cdiv(H, bu), st_b)
 
@@ -825,7 +831,9 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     - h0, c0 [N, D*H] or None (zeros); mask [T, N, D*H], or [N, D*H] (or stride 0 on T) for one
       mask at every step, or None; peephole [D, 4H] (used as float32; gate blocks in `blocks`
       order) or None;
-    - outputs state, cell [T, N, D*H], zstate [T, N, D*4H] (float32 advised; written in place);
+    - outputs state, cell [T, N, D*H], zstate [T, N, D*4H], written in place in their dtype
+      (the torch backend passes the input dtype's: a half-type store rounds the float32 value
+      once, as a float32 buffer rounded afterwards would; the cell carry stays float32);
       with a mask, a scratch buffer like state (h * m of every step, "mask at the producer")
       is allocated for the call.
 
@@ -850,6 +858,10 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
                        activations=activations, reverse=reverse, bidirectional=bidirectional,
                        backward=False)
     R, s_rs = split_r(R, meta["PREC"])
+    cell_out = cell
+    if not sync and cell.dtype != torch.float32:  # the per-step launches hand the cell
+        # carry over through this buffer: kept in float32, rounded once into `cell` at the end
+        cell = torch.empty(cell.shape, dtype=torch.float32, device=dev)
     dummy = state
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     # mask at the producer: h[t] * m[t_next] of every step, the operand of the next product
@@ -873,4 +885,6 @@ def forward_sequence(xp: torch.Tensor, R: torch.Tensor, h0: torch.Tensor | None,
     else:
         for k in range(T):
             meta = launch(_fwd_seq_kernel, grid, (*args, T, N, H, k, 1, *strides), meta)
+    if cell is not cell_out:
+        cell_out.copy_(cell)
     return True
