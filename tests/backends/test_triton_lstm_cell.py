@@ -95,3 +95,30 @@ def test_nan_propagates_and_empty_batch(device):
     lstm_cell.forward_step(e, torch.empty(0, H, device=device), None, e,
                            torch.empty(0, H, device=device), torch.empty(0, H, device=device),
                            (0, 1, 2, 3), (3, 3, 2, 3, 2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind,peep", [(0, True), (3, False)])
+def test_backward_step_sums_dstate_and_the_masked_carry(device, kind, peep):
+    # dh = carry * carry_mask + dstate in the kernel, as the unfused sum given as dh
+    g = torch.Generator().manual_seed(7 + kind)
+    N, H = 5, 7
+    r = lambda *s: torch.randn(*s, generator=g).to(device)  # noqa: E731
+    blocks, acts = (0, 1, 2, 3), tuple((kind + k) % 5 for k in range(5))
+    z, c, c_prev, dcc = torch.rand(N, 4 * H).to(device), r(N, H), r(N, H), r(N, H)
+    p = r(4, H) if peep else None
+    carry = torch.full((N, 2 * H), float("nan"), device=device)[:, :H]  # strided rows
+    carry.copy_(r(N, H))
+    ds, m = r(N, H), (torch.rand(N, H, generator=g) > 0.4).float().to(device)
+    outs = []
+    for kw in ({"dh": ds + carry * m}, {"dh": carry, "dstate": ds, "carry_mask": m},
+               {"dh": ds + carry}, {"dh": carry, "dstate": ds},
+               {"dh": carry * m}, {"dh": carry, "carry_mask": m}):
+        da = torch.full((N, 4 * H), float("nan"), device=device)
+        dco = torch.full((N, H), float("nan"), device=device)
+        dh = kw.pop("dh")
+        lstm_cell.backward_step(dh, dcc, z, c, c_prev, None, p, da, dco, blocks, acts, **kw)
+        outs.append((da, dco))
+    for want, got in zip(outs[::2], outs[1::2]):  # (the kernel may fuse the sum as an FMA)
+        torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(got[1], want[1], rtol=1e-6, atol=1e-6)

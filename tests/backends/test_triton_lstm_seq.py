@@ -402,13 +402,14 @@ def _store_rounded(a, dtype):
 # ----------------------------------------------------------------------------------------------
 
 
-def _rnn_check(case: Case, dtype, tol, monkeypatch):
+def _rnn_check(case: Case, dtype, tol, monkeypatch, persistent=True):
     ran = []
     for mod, name in ((lstm_seq_fwd, "forward_sequence"), (lstm_seq_bwd, "backward_sequence")):
         fn = getattr(mod, name)
         monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _n=name, **k: ran.append(_n)
                             or _fn(*a, **k))
     a, a64 = _inputs(case, dtype)
+    before = {k: v.clone() for k, v in a.items() if v is not None}
     (s64, c64, z64), g64, _ = _reference(case, a64)
     o = case.opts
     outs = rnn.lstm_forward(a["x"], a["R"], a["W"], a["b"], a["h0"], a["c0"], a["mask"],
@@ -421,7 +422,9 @@ def _rnn_check(case: Case, dtype, tol, monkeypatch):
     g = rnn.lstm_backward(a["x"], a["R"], a["dstate"], z_in, c_in, a["W"], a["b"], a["h0"],
                           a["c0"], a["mask"], a["p"], a["dhf"], a["dcf"], a["dcell"], **need,
                           **o)
-    assert ran == ["forward_sequence", "backward_sequence"]
+    assert ran == (["forward_sequence", "backward_sequence"] if persistent else [])
+    for k, v in before.items():  # the caller's tensors are left as they were
+        assert torch.equal(a[k], v), k
     for k, want in g64.items():
         if want is None:
             assert g[k] is None, k
@@ -433,6 +436,16 @@ def _rnn_check(case: Case, dtype, tol, monkeypatch):
 @pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[5], CASES[7]], ids=str)
 def test_rnn_float32(case, triton_on, monkeypatch):
     _rnn_check(case, torch.float32, 1e-5, monkeypatch)
+
+
+@pytest.mark.parametrize("path", ["step", "torch"])
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[4]], ids=str)
+def test_rnn_step_path(case, path, triton_on, monkeypatch):
+    # MPSGRAPH_LSTM_KERNEL=step: one addmm (accumulating into the projection in place) and one
+    # fused Triton gate kernel per step, the backward's dstate + masked carry summed in that
+    # kernel; "torch": the same loop in plain torch ops
+    monkeypatch.setenv("MPSGRAPH_LSTM_KERNEL", path)
+    _rnn_check(case, torch.float32, 1e-5, monkeypatch, persistent=False)
 
 
 def test_rnn_backward_tiled_on_its_own(triton_on, monkeypatch):

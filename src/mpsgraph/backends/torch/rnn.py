@@ -213,13 +213,15 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     runs = _runs(block_activations(blocks, activations))
     g_kind = int(activations[4])
 
-    # the input projection of all steps and both directions: one matmul
+    # the input projection of all steps and both directions: one matmul (bias fused)
     if W is not None:
-        xp = (x.reshape(T * N, x.shape[2]) @ W.t()).reshape(T, N, D * G)
-        if b is not None:
-            xp += b
+        x2 = x.reshape(T * N, x.shape[2])
+        xp = (x2 @ W.t() if b is None else torch.addmm(b, x2, W.t())).reshape(T, N, D * G)
     else:
         xp = x if b is None else x + b
+    # xp is ours unless it is the caller's x: then each step's addmm accumulates into it in
+    # place (no copy of xp[t] into a new result per step; each step reads its slice once)
+    own_xp = xp is not x
     zs = torch.empty((T, N, D * G), dtype=dt, device=dev)
     state = torch.empty((T, N, D * H), dtype=dt, device=dev)
     cell = torch.empty((T, N, D * H), dtype=dt, device=dev)
@@ -235,7 +237,7 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
         c = torch.zeros((N, H), dtype=dt, device=dev) if c0 is None else _part(c0, d, H)
         for t in step_order(T, (d == 1) if bidirectional else reverse):
             hin = h if md is None else h * md[t]
-            a = torch.addmm(xd[t], hin, RT)
+            a = xd[t].addmm_(hin, RT) if own_xp else torch.addmm(xd[t], hin, RT)
             if fused is not None:  # gate math, cell and state update in one launch
                 fused.forward_step(a, c, p, zd[t], cd[t], sd[t], blocks, activations)
                 c, h = cd[t], sd[t]
@@ -332,19 +334,19 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
         dc_c = zero if dc_final is None else _part(dc_final, d, H)
         dc_bufs = (torch.empty((N, H), dtype=dt, device=dev),
                    torch.empty((N, H), dtype=dt, device=dev))
+        m_c = None  # (fused) the mask dh_c still needs: that of the step which produced it
         for k, t in enumerate(step_order(T, not rev)):             # reverse of processing order
             c_prev = c_init if t == first else cd[t + step]
-            dh = dsd[t] + dh_c
-            if fused is not None:  # the gate derivatives and the cell carry in one launch
-                dc_next = dc_bufs[k % 2]
-                fused.backward_step(dh, dc_c, zd[t], cd[t], c_prev,
+            if fused is not None:  # dh = dstate[t] + dh_c * m, the gate derivatives and the
+                dc_next = dc_bufs[k % 2]  # cell carry in one launch
+                fused.backward_step(dh_c, dc_c, zd[t], cd[t], c_prev,
                                     None if dcsd is None else dcsd[t], p, dAd[t], dc_next,
-                                    blocks, activations)
+                                    blocks, activations, dstate=dsd[t], carry_mask=m_c)
                 dh_c = dAd[t] @ Rd
-                if md is not None:
-                    dh_c = dh_c * md[t]
+                m_c = None if md is None else md[t]
                 dc_c = dc_next
                 continue
+            dh = dsd[t] + dh_c
             dc = dc_c + dh * go[t] * dgs[t]
             if dcsd is not None:
                 dc = dc + dcsd[t]
@@ -361,7 +363,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
             dc_c = dc * gf[t]
             if p is not None:
                 dc_c = dc_c + (da.view(N, 4, H) * p).sum(dim=1)
-        dh0[:, d * H:(d + 1) * H] = dh_c
+        dh0[:, d * H:(d + 1) * H] = dh_c if m_c is None else dh_c * m_c
         dc0[:, d * H:(d + 1) * H] = dc_c
         if not T:
             continue

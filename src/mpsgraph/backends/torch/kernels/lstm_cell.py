@@ -7,7 +7,8 @@ Forward step, given the pre-activations `a = x'[t] + (h_prev * m) @ R^T` (one ad
     c = f * c_prev + i * z                   -> cell[t]
     h = o * g(c)                             -> state[t]
 
-Backward step (reverse processing order), given dh = dstate[t] + carry and the cell carry:
+Backward step (reverse processing order), given dh = dstate[t] + carry * m (the carry dA[t_next]
+@ R times the mask of t_next; the sum is done in the kernel) and the cell carry:
 
     dc   = dc_carry + dh * o * g'(g(c[t]))  (+ dcell[t])
     da_i = dc * z * f_i'(i);  da_f = dc * c_prev * f_f'(f);  da_z = dc * i * f_z'(z)
@@ -103,15 +104,19 @@ def _fwd_kernel(a_ptr, cprev_ptr, p_ptr, z_ptr, c_ptr, h_ptr, N, H,
 
 @triton.jit
 def _bwd_kernel(dh_ptr, dcc_ptr, z_ptr, c_ptr, cprev_ptr, dcs_ptr, p_ptr, da_ptr, dcout_ptr,
-                N, H, s_dh, s_dcc, s_z, s_c, s_cp, s_dcs, s_da, s_dco,
-                BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
+                ds_ptr, mc_ptr, N, H, s_dh, s_dcc, s_z, s_c, s_cp, s_dcs, s_da, s_dco, s_ds,
+                s_mc, BI: tl.constexpr, BF: tl.constexpr, BZ: tl.constexpr, BO: tl.constexpr,
                 AI: tl.constexpr, AF: tl.constexpr, AZ: tl.constexpr, AO: tl.constexpr,
-                AG: tl.constexpr, PEEP: tl.constexpr, DCS: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr):
+                AG: tl.constexpr, PEEP: tl.constexpr, DCS: tl.constexpr, DS: tl.constexpr,
+                MC: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr):
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)[:, None]
     rh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)[None, :]
     m = (rn < N) & (rh < H)
     dh = tl.load(dh_ptr + rn * s_dh + rh, mask=m, other=0.0)
+    if MC:  # the carry's mask (of the step that produced it)
+        dh = dh * tl.load(mc_ptr + rn * s_mc + rh, mask=m, other=0.0)
+    if DS:  # + dstate[t]
+        dh += tl.load(ds_ptr + rn * s_ds + rh, mask=m, other=0.0)
     dcc = tl.load(dcc_ptr + rn * s_dcc + rh, mask=m, other=0.0)
     i = tl.load(z_ptr + rn * s_z + BI * H + rh, mask=m, other=0.0)
     f = tl.load(z_ptr + rn * s_z + BF * H + rh, mask=m, other=0.0)
@@ -174,19 +179,24 @@ def forward_step(a: torch.Tensor, c_prev: torch.Tensor, peephole: torch.Tensor |
 def backward_step(dh: torch.Tensor, dc_carry: torch.Tensor, z: torch.Tensor, c: torch.Tensor,
                   c_prev: torch.Tensor, dcell: torch.Tensor | None,
                   peephole: torch.Tensor | None, da: torch.Tensor, dc_out: torch.Tensor,
-                  blocks, acts) -> None:
+                  blocks, acts, *, dstate: torch.Tensor | None = None,
+                  carry_mask: torch.Tensor | None = None) -> None:
     """One fused backward step (see the module docstring): writes da [N, 4H] and the next cell
-    carry dc_out [N, H]."""
+    carry dc_out [N, H]. The state gradient used is dh * carry_mask + dstate (each [N, H],
+    optional): the recurrent carry dh, times the mask of the step that produced it, plus this
+    step's dstate - summed here rather than by two elementwise launches per step."""
     N, H = c.shape
     if N == 0 or H == 0:
         return
     bn, bh, grid = _blocks(N, H)
     dh, dc_carry, z, c, c_prev = _inp(dh), _inp(dc_carry), _inp(z), _inp(c), _inp(c_prev)
-    dcell = None if dcell is None else _inp(dcell)
+    dcell, dstate, carry_mask = (None if t is None else _inp(t)
+                                 for t in (dcell, dstate, carry_mask))
     p = peephole if peephole is not None else c
-    dcs = dcell if dcell is not None else c
-    _bwd_kernel[grid](dh, dc_carry, z, c, c_prev, dcs, p, da, dc_out, N, H,
+    dcs, ds, mc = (c if t is None else t for t in (dcell, dstate, carry_mask))
+    _bwd_kernel[grid](dh, dc_carry, z, c, c_prev, dcs, p, da, dc_out, ds, mc, N, H,
                       _row_stride(dh), _row_stride(dc_carry), _row_stride(z), _row_stride(c),
                       _row_stride(c_prev), _row_stride(dcs), _row_stride(da),
-                      _row_stride(dc_out), *blocks, *acts, PEEP=peephole is not None,
-                      DCS=dcell is not None, BLOCK_N=bn, BLOCK_H=bh)
+                      _row_stride(dc_out), _row_stride(ds), _row_stride(mc), *blocks, *acts,
+                      PEEP=peephole is not None, DCS=dcell is not None, DS=dstate is not None,
+                      MC=carry_mask is not None, BLOCK_N=bn, BLOCK_H=bh)
