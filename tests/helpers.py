@@ -94,3 +94,18 @@ def triton_kernels(*names: str) -> list:
     finally:
         if set_it:
             del os.environ["TRITON_INTERPRET"]
+
+
+def _devices() -> list:
+    """Every device present: cpu always, torch-cpu with torch, cuda (marked gpu) with torch."""
+    out = [pytest.param("cpu", id="cpu")]
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return out
+    out.append(pytest.param("torch-cpu", id="torch-cpu"))
+    out.append(pytest.param("cuda", id="cuda", marks=pytest.mark.gpu))
+    return out
+
+
+DEVICES = _devices()

@@ -51,6 +51,30 @@ def _keep_freed_memory() -> None:
         pass
 
 
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides of a fresh C-order array of `shape` (size-1 axes included)."""
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def is_canonical(arr: np.ndarray) -> bool:
+    """True when `arr` has exactly the strides of a fresh C-order array, size-1 axes included.
+
+    NumPy's `flags.c_contiguous` ignores the strides of size-1 axes (and of empty arrays), so
+    it cannot tell whether strides read from the array describe its memory: a transposed NCHW
+    array with C = 1 is "C-contiguous" with a C stride of H*W elements. Code that builds views
+    from strides (`as_strided`) may trust only arrays for which this holds."""
+    return arr.strides == c_strides(arr.shape, arr.itemsize)
+
+
+def canonical(arr: np.ndarray) -> np.ndarray:
+    """`arr` itself when `is_canonical`, else a C-order copy (whose strides are canonical)."""
+    return arr if is_canonical(arr) else np.array(arr, order="C", copy=True)
+
+
 class Backend:
     name = "numpy"
     _instance: Backend | None = None
@@ -112,4 +136,4 @@ class Backend:
         return arr
 
 
-__all__ = ["Backend", "kernel", "KERNELS", "DataType"]
+__all__ = ["Backend", "kernel", "KERNELS", "DataType", "c_strides", "is_canonical", "canonical"]

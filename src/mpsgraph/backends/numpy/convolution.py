@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import kernel
+from . import canonical, is_canonical, kernel
 
 _F32 = np.dtype(np.float32)
 
@@ -54,11 +54,18 @@ def _finish(y: np.ndarray, perm: tuple[int, ...] | None, dtype: np.dtype) -> np.
     return out
 
 
+def _degenerate(a: Conv2DAttrs, *arrays: np.ndarray) -> bool:
+    """An empty operand or result: the one early path of every op of the family. All three are
+    sums of products over the taps, so the result is zeros (an empty sum), of its own shape."""
+    return 0 in a.out_shape or any(t.size == 0 for t in arrays)
+
+
 def _padded(x_nhwc: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
-    """The zero-padded source in the working dtype, [N, H+pt+pb, W+pl+pr, C] (one copy)."""
+    """The zero-padded source in the working dtype, [N, H+pt+pb, W+pl+pr, C] (one copy), with
+    canonical C-order strides (the tap views below are built from them)."""
     pt, pb, pl, pr = a.pads
     n, h, w, c = x_nhwc.shape
-    if not (pt or pb or pl or pr) and x_nhwc.dtype == wd and x_nhwc.flags.c_contiguous:
+    if not (pt or pb or pl or pr) and x_nhwc.dtype == wd and is_canonical(x_nhwc):
         return x_nhwc
     xp = np.zeros((n, h + pt + pb, w + pl + pr, c), wd)
     xp[:, pt:pt + h, pl:pl + w, :] = x_nhwc
@@ -71,7 +78,9 @@ def _tap(xp: np.ndarray, p: int, q: int, ho: int, wo: int, a: Conv2DAttrs) -> np
 
 
 def _taps(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, stride, dilation) -> np.ndarray:
-    """Every tap as a zero-copy view: [N, Ho, Wo, kH, kW, C] (overlapping strides)."""
+    """Every tap as a zero-copy view: [N, Ho, Wo, kH, kW, C] (overlapping strides) of `xp`,
+    which must have canonical strides (`_padded` makes them)."""
+    assert is_canonical(xp)
     n, _, _, c = xp.shape
     sn, sh, sw, sc = xp.strides
     (sy, sx), (ry, rx) = stride, dilation
@@ -89,7 +98,8 @@ def _im2col(xp: np.ndarray, kh: int, kw: int, ho: int, wo: int, g: int, a: Conv2
     cg = c // g
     m = n * ho * wo
     (sy, sx), (ry, rx) = a.stride, a.dilation
-    if kh == kw == 1 and sy == sx == 1 and (ho, wo) == (hp, wp) and xp.flags.c_contiguous:
+    assert is_canonical(xp)  # the runs below are views built from its strides
+    if kh == kw == 1 and sy == sx == 1 and (ho, wo) == (hp, wp):
         return xp.reshape(m, g, cg)  # a 1x1 kernel: the source itself
     if g == 1 and rx == 1:  # the kW taps of a row are one run of kW*C values
         col = np.empty((n, ho, wo, kh, kw * c), xp.dtype)
@@ -171,6 +181,8 @@ def _pointwise_weights(w: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarra
 
 @kernel("convolution2D")
 def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
+    if _degenerate(a, x, w):
+        return np.zeros(a.out_shape, x.dtype)
     wd = _work_dtype(x.dtype)
     if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
         n, c, h, wdt = x.shape
@@ -200,6 +212,8 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
 @kernel("convolution2DDataGradient")
 def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.ndarray | None,
                               a: Conv2DAttrs) -> np.ndarray:
+    if _degenerate(a, dy, w):
+        return np.zeros(a.out_shape, dy.dtype)
     wd = _work_dtype(dy.dtype)
     if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
         n, o, h, wdt = dy.shape
@@ -269,6 +283,8 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
 @kernel("convolution2DWeightsGradient")
 def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
                                  shape_tensor: np.ndarray | None, a: Conv2DAttrs) -> np.ndarray:
+    if _degenerate(a, dy, x):
+        return np.zeros(a.out_shape, dy.dtype)
     dy_nhwc, x_nhwc = _nhwc(dy, a.data_layout), _nhwc(x, a.data_layout)
     wd = _work_dtype(dy.dtype)
     n, ho, wo, o = dy_nhwc.shape

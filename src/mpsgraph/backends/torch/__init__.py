@@ -385,6 +385,19 @@ class GraphReplayer:
         return outs
 
 
+def canonical(t: torch.Tensor, memory_format=torch.contiguous_format) -> torch.Tensor:
+    """`t` itself when its strides are exactly those of a fresh tensor of `memory_format`
+    (size-1 axes included), else such a copy.
+
+    `is_contiguous()` ignores the strides of size-1 axes, and some of PyTorch's own kernels
+    (its CPU convolutions) miscompute tensors whose size-1 axes carry odd strides: kernels that
+    hand a tensor to such code, or build views from its strides, take it through here."""
+    want = torch.empty(tuple(t.shape), device="meta", memory_format=memory_format).stride()
+    if t.stride() == want:
+        return t
+    return t.clone(memory_format=memory_format)
+
+
 def _check_dtype(npdt: np.dtype, st: ShapedType, given: str, name: str) -> None:
     try:
         want = st.dataType.numpy_dtype
@@ -408,4 +421,4 @@ def _np_to_torch(arr: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.array(arr, copy=True))
 
 
-__all__ = ["Backend", "kernel", "KERNELS", "TORCH_DTYPES", "DATA_TYPES", "torch_dtype"]
+__all__ = ["Backend", "kernel", "KERNELS", "TORCH_DTYPES", "DATA_TYPES", "torch_dtype", "canonical"]

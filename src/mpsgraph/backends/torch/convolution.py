@@ -2,7 +2,10 @@
 `torch.ops.aten.convolution_backward` (cuDNN on CUDA, oneDNN / native kernels on the CPU), except
 depthwise convolutions, which run Triton kernels where Triton runs.
 
-Layouts are handled as views, never copies: NHWC data `x` is viewed as NCHW with
+Every operand is first taken to canonical strides in the user's layout (`canonical`: a copy
+only when a stride, a size-1 axis's included, differs from a fresh tensor's; PyTorch's CPU
+convolutions miscompute tensors whose size-1 axes carry odd strides). Layouts are then handled
+as views, never copies: NHWC data `x` is viewed as NCHW with
 `x.permute(0, 3, 1, 2)` (for a contiguous NHWC tensor that IS a channels_last NCHW tensor, which
 both cuDNN and oneDNN take natively), and HWIO weights as OIHW with `w.permute(3, 2, 0, 1)`.
 Results come back in the user's layout (the channels_last result permuted back is contiguous
@@ -39,7 +42,7 @@ import torch.nn.functional as F
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import kernel
+from . import canonical, kernel
 from .kernels import available as _triton_available
 
 _conv_backward = torch.ops.aten.convolution_backward.default  # the resolved overload
@@ -68,19 +71,21 @@ def _triton_transpose(t: torch.Tensor):
     return transpose
 
 
-def _oihw(w: torch.Tensor, layout: L, data_layout: L) -> torch.Tensor:
+def _oihw(w: torch.Tensor, layout: L, fmt: torch.memory_format) -> torch.Tensor:
     """Weights as OIHW in the memory format of the data: cuDNN runs an NHWC convolution only
     when the weights are channels_last too (O, kH, kW, I in memory); otherwise it converts the
     activations. HWIO weights of NHWC data are the one case that needs a copy (a transpose of
     the [kH*kW*I, O] matrix they are in memory)."""
-    if layout == L.HWIO and data_layout == L.NHWC:
+    if layout == L.HWIO and fmt == torch.channels_last:
         tr = _triton_transpose(w)
         if tr is not None:
             kh, kw, i, o = w.shape
             return tr.transpose_2d(w.reshape(kh * kw * i, o)).view(o, kh, kw, i).permute(
                 0, 3, 1, 2)
     wc = w.permute(3, 2, 0, 1) if layout == L.HWIO else w
-    return wc.contiguous(memory_format=_memory_format(data_layout))
+    # exact strides (`contiguous(memory_format=)` keeps odd strides of size-1 axes, which the
+    # CPU convolution then misreads: HWIO [1, 8, 1, 1] weights of NHWC data)
+    return canonical(wc, fmt)
 
 
 def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
@@ -128,8 +133,15 @@ def _degenerate(a: torch.Tensor, b: torch.Tensor, out_shape) -> bool:
     return a.numel() == 0 or b.numel() == 0 or 0 in out_shape
 
 
-def _memory_format(layout: L):
-    return torch.channels_last if layout == L.NHWC else torch.contiguous_format
+def _memory_format(a: Conv2DAttrs, *nchw_shapes) -> torch.memory_format:
+    """The memory format the convolution runs in: channels_last for NHWC data, unless a 4-D
+    operand (source, gradient or result, as NCHW shapes) has one channel or one pixel. Such a
+    tensor is both contiguous and channels_last, and PyTorch's CPU convolution miscomputes
+    some of them (NHWC x [3, 7, 8, 1] with HWIO w [1, 8, 1, 1]: errors of 1e8): they run as
+    plain NCHW / OIHW, the operands copied to exactly those strides."""
+    if a.data_layout != L.NHWC or any(s[1] == 1 or s[2] * s[3] == 1 for s in nchw_shapes):
+        return torch.contiguous_format
+    return torch.channels_last
 
 
 def _oihw_view(w: torch.Tensor, layout: L) -> torch.Tensor:
@@ -177,6 +189,7 @@ def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
 def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
+    x, w = canonical(x), canonical(w)
     tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
         a.groups, _nchw(x, a.data_layout).shape[1], _oihw_view(w, a.weights_layout).shape,
         x.dtype, x.device)
@@ -188,7 +201,9 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
         tdw[0].forward(_nchw(x, a.data_layout), _oihw_view(w, a.weights_layout), a.stride,
                        a.dilation, a.pads, out=_nchw(y, a.data_layout))
         return y
-    xc, wc = _work(_nchw(x, a.data_layout)), _work(_oihw(w, a.weights_layout, a.data_layout))
+    xn = _nchw(x, a.data_layout)
+    fmt = _memory_format(a, xn.shape, _canon_shape(a.out_shape, a.data_layout))
+    xc, wc = canonical(_work(xn), fmt), _work(_oihw(w, a.weights_layout, fmt))
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
@@ -202,6 +217,7 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
                               shape_tensor: torch.Tensor | None, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(dy, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, dy)
+    dy, w = canonical(dy), canonical(w)
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
     tdw = _depthwise(a.groups, c, _oihw_view(w, a.weights_layout).shape, dy.dtype, dy.device)
     if _pointwise(a, _oihw_view(w, a.weights_layout).shape, dy):
@@ -213,12 +229,14 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
                              (n, c, h, wd), a.stride, a.dilation, a.pads,
                              out=_nchw(dx, a.data_layout))
         return dx
-    dyc, wc = _work(_nchw(dy, a.data_layout)), _work(_oihw(w, a.weights_layout, a.data_layout))
+    dyn = _nchw(dy, a.data_layout)
+    fmt = _memory_format(a, dyn.shape, (n, c, h, wd))
+    dyc, wc = canonical(_work(dyn), fmt), _work(_oihw(w, a.weights_layout, fmt))
     pad, (et, eb, el, er) = _split_pads(a)
     # a virtual source, as large as the asymmetric padding makes it; only its shape and memory
     # format are read
     src = torch.empty((n, c, h + et + eb, wd + el + er), dtype=dyc.dtype, device=dyc.device,
-                      memory_format=_memory_format(a.data_layout))
+                      memory_format=fmt)
     dx = _conv_backward(dyc, src, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [True, False, False])[0]
@@ -233,6 +251,7 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
                                  ) -> torch.Tensor:
     if _degenerate(dy, x, out_shape=a.out_shape):
         return _empty_result(a.out_shape, dy)
+    dy, x = canonical(dy), canonical(x)
     wshape = _canon_shape(a.out_shape, a.weights_layout)
     tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
         a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
@@ -247,12 +266,14 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
                                 wshape[2:], a.stride, a.dilation, a.pads,
                                 out=_oihw_view(g, a.weights_layout))
         return g
-    dyc, xc = _work(_nchw(dy, a.data_layout)), _work(_nchw(x, a.data_layout))
+    dyn, xn = _nchw(dy, a.data_layout), _nchw(x, a.data_layout)
+    fmt = _memory_format(a, dyn.shape, xn.shape)
+    dyc, xc = canonical(_work(dyn), fmt), canonical(_work(xn), fmt)
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
     wc = torch.empty(wshape, dtype=dyc.dtype, device=dyc.device,  # only its shape is read
-                     memory_format=_memory_format(a.data_layout))
+                     memory_format=fmt)
     dw = _conv_backward(dyc, xc, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [False, True, False])[1]
