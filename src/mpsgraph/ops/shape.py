@@ -186,10 +186,12 @@ def _grad_reshape(g, op, dys):
 # ---------------------------------------------------------------------------- broadcast
 def _infer_broadcast(ctx: InferContext):
     t = ctx.type_of("tensor")
-    target, _ = _shape_arg(ctx, "shapeTensor", ctx.attrs, "shape")
+    target, known = _shape_arg(ctx, "shapeTensor", ctx.attrs, "shape")
     if target is None:
         return [ShapedType(None, t.dataType)], None
-    if any(s < -1 for s in target):
+    # -1 marks a size not known yet (a shape tensor's value comes at run time); in a shape
+    # whose value is known it is no size (broadcast infers nothing, unlike reshape)
+    if any(s < -1 for s in target) or (known and any(s < 0 for s in target)):
         raise ctx.error(ShapeError, "shape", "sizes >= 0", target)
     if t.shape is not None:
         ok = len(t.shape) <= len(target)
