@@ -10,8 +10,8 @@ depend on gets zeros of its shape and type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import DataTypeError, GraphError, UnsupportedError, op_error
 from .ops._registry import OPS
@@ -31,16 +31,29 @@ def _static(kind: str, t: Tensor) -> list[int]:
 class AutodiffOps:
     """Graph methods for automatic differentiation (mixed into `Graph`)."""
 
-    def gradientForPrimaryTensor(self, primaryTensor: Tensor, withTensors: Sequence[Tensor],
+    def gradientForPrimaryTensor(self, primaryTensor: Tensor,
+                                 withTensors: Sequence[Tensor] | Tensor,
                                  name: str | None = None) -> dict[Tensor, Tensor]:
         """{t: d sum(primaryTensor) / d t} for each t in `withTensors`, as tensors of this graph
-        with t's shape and dataType."""
-        kind = "gradientForPrimaryTensor"
-        self._check_tensor(kind, name, "primaryTensor", primaryTensor)
+        with t's shape and dataType. `withTensors` may also be one Tensor (a bare `w` is read
+        as `[w]`: the result is still the dict `{w: gradient}`)."""
+        return self._gradients("gradientForPrimaryTensor", primaryTensor, withTensors, name)
+
+    def _gradients(self, kind: str, primaryTensor: Tensor, withTensors: Any,
+                   name: str | None) -> dict[Tensor, Tensor]:
+        from .graph import Tensor
+
+        primary_arg = "of" if kind == "gradients" else "primaryTensor"
+        self._check_tensor(kind, name, primary_arg, primaryTensor)
+        if isinstance(withTensors, Tensor):
+            withTensors = [withTensors]
+        if isinstance(withTensors, (str, bytes)) or not isinstance(withTensors, Iterable):
+            raise op_error(GraphError, kind, "withTensors", "a Tensor or a list of Tensors",
+                           type(withTensors).__name__, name)
         wrt = list(withTensors)
         for i, t in enumerate(wrt):
             self._check_tensor(kind, name, f"withTensors[{i}]", t)
-        for arg, t in [("primaryTensor", primaryTensor)] + [
+        for arg, t in [(primary_arg, primaryTensor)] + [
                 (f"withTensors[{i}]", t) for i, t in enumerate(wrt)]:
             if not t.dataType.is_floating:
                 raise op_error(DataTypeError, kind, arg, "a floating-point tensor", t.dataType,
@@ -73,7 +86,7 @@ class AutodiffOps:
                 continue
             rule = OPS[op.kind].grad
             if rule is None:
-                raise op_error(UnsupportedError, kind, "primaryTensor", "a graph of "
+                raise op_error(UnsupportedError, kind, primary_arg, "a graph of "
                                "differentiable ops", f"a path through {op.kind} "
                                f"({op.name or op.id}), which has no gradient rule", name)
             for arg, g in rule(self, op, outs).items():
@@ -94,7 +107,8 @@ class AutodiffOps:
             out[t] = g
         return out
 
-    def gradients(self, of: Tensor, withTensors: Sequence[Tensor], name: str | None = None
-                  ) -> dict[Tensor, Tensor]:
-        """Swift `gradients(of:with:name:)`; the same as `gradientForPrimaryTensor`."""
-        return self.gradientForPrimaryTensor(of, withTensors, name)
+    def gradients(self, of: Tensor, withTensors: Sequence[Tensor] | Tensor,
+                  name: str | None = None) -> dict[Tensor, Tensor]:
+        """Swift `gradients(of:with:name:)`; the same as `gradientForPrimaryTensor` (errors
+        name `gradients` and its argument `of`)."""
+        return self._gradients("gradients", of, withTensors, name)

@@ -2,11 +2,17 @@
 
 An op copies its descriptor when it is built, so changing a descriptor later never changes an
 op that already exists.
+
+Every descriptor derives from `Descriptor`, which refuses a property that does not exist
+(setting, reading, or a constructor keyword) with an `UnknownPropertyError` (an
+AttributeError and a DescriptorError) naming the nearest real property, so that a typo such as
+`d.bidirectonal = True` cannot be silently ignored.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import numbers
 from dataclasses import dataclass
 from enum import IntEnum
@@ -17,7 +23,67 @@ import numpy as np
 from .errors import DescriptorError, op_error
 from .types import DataType, PaddingStyle, RNNActivation, TensorNamedDataLayout
 
-__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor"]
+__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor", "Descriptor",
+           "UnknownPropertyError"]
+
+
+class UnknownPropertyError(DescriptorError, AttributeError):
+    """A descriptor property that does not exist was set, read or given to the constructor.
+
+    Both an AttributeError (as Python code expects of a missing attribute; `hasattr` and
+    `getattr(d, name, default)` work as usual) and a DescriptorError (so a GraphError)."""
+
+
+def _nearest(name: str, candidates: list[str]) -> str | None:
+    """The candidate closest to `name`: a case-insensitive equal first, then difflib's best
+    match of the lower-cased names."""
+    lower = {c.lower(): c for c in candidates}
+    if name.lower() in lower:
+        return lower[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.6)
+    return lower[close[0]] if close else None
+
+
+class Descriptor:
+    """Base of every descriptor dataclass: only its dataclass fields (and properties of the
+    class) may be set; a constructor keyword, an assignment or a read of any other name
+    raises UnknownPropertyError naming the nearest real property."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _property_names(cls) -> list[str]:
+        names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+        names += [n for n in dir(cls) if isinstance(getattr(cls, n, None), property)]
+        return names
+
+    @classmethod
+    def _unknown(cls, name: str) -> UnknownPropertyError:
+        names = cls._property_names()
+        near = _nearest(name, names)
+        hint = (f"did you mean {near!r}?" if near is not None
+                else f"its properties are {', '.join(names)}")
+        return UnknownPropertyError(f"{cls.__name__} has no property {name!r}; {hint}")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            fields = {f.name for f in dataclasses.fields(cls)}
+            for k in kwargs:
+                if k not in fields:
+                    raise cls._unknown(k)
+        return super().__new__(cls)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        cls = type(self)
+        if name not in cls.__dataclass_fields__ and not isinstance(
+                getattr(cls, name, None), property):
+            raise cls._unknown(name)
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:  # only called when normal lookup fails
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # protocol probes (copy, pickle, ...): no suggestion
+        raise type(self)._unknown(name)
 
 
 def _check_int(op: str, name: str | None, prop: str, value: object, minimum: int,
@@ -55,7 +121,7 @@ def _check_style_and_layout(d: Any, op: str, name: str | None, argument: str) ->
                                "TensorNamedDataLayout.NCHW or NHWC", argument)
 
 
-class _ExplicitPadding:
+class _ExplicitPadding(Descriptor):
     """Apple's `setExplicitPaddingWithPaddingLeft(_:paddingRight:paddingTop:paddingBottom:)`."""
 
     def setExplicitPaddingWithPaddingLeft(
@@ -114,7 +180,7 @@ class Convolution2DOpDescriptor(_ExplicitPadding):
 
 
 @dataclass
-class LSTMDescriptor:
+class LSTMDescriptor(Descriptor):
     """`MPSGraphLSTMDescriptor`, with the defaults of Apple's `+descriptor`.
 
     Gate order `[i, f, z, o]`, or `[i, z, f, o]` when `forgetGateLast`. `reverse` is ignored

@@ -313,11 +313,19 @@ class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, Red
         """Run the subgraph the targets need; returns {target tensor: TensorData}.
 
         `targetTensors` may also be one Tensor (as for `compile`); a target listed twice
-        appears once. Feeds that no target needs are ignored (they must still be placeholders
-        of this graph). Compiled executables are cached per (targets, feed types, device), so
+        appears once. A feed is a TensorData, a NumPy or DLPack array of the placeholder's
+        dataType (no implicit casts), or a Python list / scalar, converted to that dataType.
+        Feeds that no target needs are ignored (they must still be placeholders of this
+        graph). Compiled executables are cached per (targets, feed types, device), so
         running the same graph again with new data costs no re-planning."""
         from .runtime.device import resolve_device
-        from .runtime.executable import Executable, feed_type, needed_op_ids
+        from .runtime.executable import (
+            Executable,
+            feed_type,
+            is_python_data,
+            needed_op_ids,
+            python_feed,
+        )
 
         if feeds is not None and not isinstance(feeds, Mapping):
             raise op_error(FeedError, "run", "feeds", "a dict {placeholder: array}",
@@ -357,6 +365,10 @@ class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, Red
             self._needed_placeholders[tkey] = needed
         if needed is not None:  # else a bad target: the Executable below reports it
             feeds = {t: v for t, v in feeds.items() if t in needed}  # extra feeds: ignored
+        # Python lists and scalars have no dtype: they take the placeholder's (see "API
+        # mistakes" in docs/semantics.md); arrays must already have it (no implicit casts)
+        feeds = {t: python_feed(v, t.dataType, t.name) if is_python_data(v) else v
+                 for t, v in feeds.items()}
         types = {t: feed_type(t, v) for t, v in feeds.items()}
         key = (tkey, tuple(sorted((id(t), tuple(ty.shape), int(ty.dataType))
                                   for t, ty in types.items())), dev.key)

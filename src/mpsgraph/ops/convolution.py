@@ -19,6 +19,7 @@ size 0 is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..descriptors import Convolution2DOpDescriptor
-from ..errors import DataTypeError, ShapeError
+from ..errors import DataTypeError, GraphError, ShapeError
 from ..types import DataType, PaddingStyle, ShapedType, TensorNamedDataLayout
 from ._checks import rank4_canonical as _rank4
 from ._checks import same_float_type as _check_float
@@ -37,7 +38,7 @@ from ._shape_math import UNKNOWN, conv_output_size, from_canonical, known, to_ca
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
 
-__all__ = ["ConvolutionOps", "Conv2DAttrs"]
+__all__ = ["ConvolutionOps", "Conv2DAttrs", "layout_hint", "read_as", "with_layout_hint"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,73 @@ class Conv2DAttrs:
 class _ConvOpAttrs:
     descriptor: Convolution2DOpDescriptor  # the op's private, validated copy
     output_shape: tuple[int, ...] | None  # outputShape given as a list (gradient ops)
+
+
+# ---------------------------------------------------------------------------- layouts
+def read_as(arg: str, shape, layout: TensorNamedDataLayout, letter: str) -> str:
+    """Where the descriptor's layout reads dimension `letter` (C, H, W of data; O, I of
+    weights) of `arg`: "axis 3 of source [1, 8, 8, 3], read as C by dataLayout NHWC"."""
+    prop = "dataLayout" if layout in (TensorNamedDataLayout.NCHW, TensorNamedDataLayout.NHWC) \
+        else "weightsLayout"
+    return f"axis {layout.name.index(letter)} of {arg} {shape}, read as {letter} by {prop} " \
+           f"{layout.name}"
+
+
+_OTHER_LAYOUT = {
+    TensorNamedDataLayout.NCHW: TensorNamedDataLayout.NHWC,
+    TensorNamedDataLayout.NHWC: TensorNamedDataLayout.NCHW,
+    TensorNamedDataLayout.OIHW: TensorNamedDataLayout.HWIO,
+    TensorNamedDataLayout.HWIO: TensorNamedDataLayout.OIHW,
+}
+
+
+def layout_hint(ctx: InferContext, infer, nouns: dict[str, tuple[str, str]]) -> str | None:
+    """After a ShapeError of `infer`: if the op's shapes fit with the other dataLayout (or
+    weightsLayout, or both), the question to ask ("is the source NCHW? set
+    dataLayout=TensorNamedDataLayout.NCHW"), else None. `nouns` maps each layout property of
+    the op's descriptor to (verb, the arguments it governs): ("is", "the source")."""
+    d = ctx.attrs.descriptor
+
+    def fits(props: list[str]) -> bool:
+        d2 = dataclasses.replace(d, **{p: _OTHER_LAYOUT[getattr(d, p)] for p in props})
+        ctx2 = dataclasses.replace(ctx, attrs=dataclasses.replace(ctx.attrs, descriptor=d2))
+        try:
+            infer(ctx2)
+        except GraphError:
+            return False
+        return True
+
+    def ask(props: list[str]) -> str:
+        alt = {p: _OTHER_LAYOUT[getattr(d, p)].name for p in props}
+        verb = nouns[props[0]][0] if len(props) == 1 else "are"
+        what = " and ".join(f"{nouns[p][1]} {alt[p]}" for p in props)
+        sets = " and ".join(f"{p}=TensorNamedDataLayout.{alt[p]}" for p in props)
+        return f"{verb} {what}? set {sets}"
+
+    props = [p for p in nouns if getattr(d, p) in _OTHER_LAYOUT]
+    singles = [ask([p]) for p in props if fits([p])]
+    if singles:
+        return "; or ".join(singles)
+    if len(props) > 1 and fits(props):
+        return ask(props)
+    return None
+
+
+def with_layout_hint(infer, nouns: dict[str, str]):
+    """`infer` whose ShapeErrors end with `layout_hint`'s question when another layout fits."""
+
+    def wrapped(ctx: InferContext):
+        try:
+            return infer(ctx)
+        except ShapeError as e:
+            hint = layout_hint(ctx, infer, nouns)
+            if hint is None:
+                raise
+            raise type(e)(f"{e}; {hint}") from None
+
+    wrapped.__name__ = wrapped.__qualname__ = infer.__name__
+    wrapped.__doc__ = infer.__doc__
+    return wrapped
 
 
 # ---------------------------------------------------------------------------- shape rules
@@ -101,30 +169,34 @@ def _spatial(ctx: InferContext, d: Convolution2DOpDescriptor, hw: Sequence[int],
         if res is None:
             pad = (f" + paddings {pads[0]} + {pads[1]}"
                    if d.paddingStyle == PaddingStyle.explicit else "")
+            where = read_as("shape", src_shape, d.dataLayout, "H" if axis == "height" else "W")
             raise ctx.error(ShapeError, src_arg, f"a padded {axis} >= the dilated kernel extent "
                             f"{dil * (k - 1) + 1} (kernel {k}, dilation {dil}, "
-                            f"{d.paddingStyle.name})", f"{axis} {size}{pad} (shape {src_shape})")
+                            f"{d.paddingStyle.name})", f"{axis} {size}{pad} ({where})")
     return (ry[0], rx[0]), (ry[1], ry[2], rx[1], rx[2])
 
 
 def _check_groups(ctx: InferContext, d: Convolution2DOpDescriptor, c: int, cg: int, o: int,
                   c_arg: str, w_arg: str, c_shape, w_shape, blame_c: bool = False) -> None:
-    """C % g == 0, O % g == 0, C == g * Cg; messages show the user-layout shapes."""
+    """C % g == 0, O % g == 0, C == g * Cg; messages show the user-layout shapes and the axis
+    the descriptor's layouts read each count from (a layout mix-up shows there)."""
     g = d.groups
+    DL, WL = d.dataLayout, d.weightsLayout
     if known(o) and o % g:
         raise ctx.error(ShapeError, w_arg, f"output channels divisible by groups={g}",
-                        f"{o} output channels (shape {w_shape})")
+                        f"{o} output channels ({read_as(w_arg, w_shape, WL, 'O')})")
     if known(c) and c % g:
         raise ctx.error(ShapeError, c_arg, f"channels divisible by groups={g}",
-                        f"{c} channels (shape {c_shape})")
+                        f"{c} channels ({read_as(c_arg, c_shape, DL, 'C')})")
     if known(c, cg) and c != g * cg:
         if blame_c:  # the channel count is the derived argument (data gradient's outputShape)
             raise ctx.error(ShapeError, c_arg, f"{g * cg} channels (groups={g} x {cg} input "
-                            f"channels per group of {w_arg} {w_shape})",
-                            f"{c} channels (shape {c_shape})")
-        raise ctx.error(ShapeError, w_arg, f"{c // g} input channels per group (C={c} of "
-                        f"{c_arg} {c_shape} / groups={g})",
-                        f"{cg} input channels per group (shape {w_shape})")
+                            f"channels per group: {read_as(w_arg, w_shape, WL, 'I')})",
+                            f"{c} channels ({read_as(c_arg, c_shape, DL, 'C')})")
+        per = f"C={c} / groups={g}; C is " if g > 1 else ""
+        raise ctx.error(ShapeError, w_arg, f"{c // g} input channels per group ({per}"
+                        f"{read_as(c_arg, c_shape, DL, 'C')})",
+                        f"{cg} input channels per group ({read_as(w_arg, w_shape, WL, 'I')})")
 
 
 def _attrs(d: Convolution2DOpDescriptor, pads, out_shape, static: bool) -> Conv2DAttrs | None:
@@ -165,7 +237,8 @@ def _infer_convolution2DDataGradient(ctx: InferContext):
                         f"shape {dys})", f"{xs} (batch size {n})")
     if known(o, o2) and o != o2:
         raise ctx.error(ShapeError, "incomingGradient", f"{o} channels (the weights' output "
-                        f"channels, weights shape {ws})", f"{o2} channels (shape {dys})")
+                        f"channels: {read_as('weights', ws, d.weightsLayout, 'O')})",
+                        f"{o2} channels ({read_as('incomingGradient', dys, d.dataLayout, 'C')})")
     (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "outputShape", "weights", xs, ws)
     if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
         raise ctx.error(ShapeError, "outputShape", f"a source shape whose forward convolution "
@@ -188,7 +261,10 @@ def _infer_convolution2DWeightsGradient(ctx: InferContext):
                         f"{xs})", f"{n2} (shape {dys})")
     if known(o, o2) and o != o2:
         raise ctx.error(ShapeError, "outputShape", f"{o2} output channels (the "
-                        f"incomingGradient's, shape {dys})", f"{ws} ({o} output channels)")
+                        f"incomingGradient's: "
+                        f"{read_as('incomingGradient', dys, d.dataLayout, 'C')})",
+                        f"{ws} ({o} output channels at axis {d.weightsLayout.name.index('O')}, "
+                        f"read as O by weightsLayout {d.weightsLayout.name})")
     (fho, fwo), pads = _spatial(ctx, d, (h, w), (kh, kw), "source", "outputShape", xs, ws)
     if known(fho, fwo, ho, wo) and (fho, fwo) != (ho, wo):
         raise ctx.error(ShapeError, "outputShape", f"a kernel size whose forward convolution "
@@ -242,11 +318,18 @@ def _grad_convolution2DWeightsGradient(g: Graph, op: Operation, dys):
     }
 
 
-register_op("convolution2D", _infer_convolution2D, _grad_convolution2D)
-register_op("convolution2DDataGradient", _infer_convolution2DDataGradient,
-            _grad_convolution2DDataGradient, value_inputs=("outputShape",))
-register_op("convolution2DWeightsGradient", _infer_convolution2DWeightsGradient,
-            _grad_convolution2DWeightsGradient, value_inputs=("outputShape",))
+# a shape error that another dataLayout / weightsLayout would fix says so (layout mix-ups)
+register_op("convolution2D", with_layout_hint(_infer_convolution2D, {
+    "dataLayout": ("is", "the source"), "weightsLayout": ("are", "the weights")}),
+    _grad_convolution2D)
+register_op("convolution2DDataGradient", with_layout_hint(_infer_convolution2DDataGradient, {
+    "dataLayout": ("are", "incomingGradient and outputShape"),
+    "weightsLayout": ("are", "the weights")}),
+    _grad_convolution2DDataGradient, value_inputs=("outputShape",))
+register_op("convolution2DWeightsGradient", with_layout_hint(
+    _infer_convolution2DWeightsGradient, {"dataLayout": ("are", "incomingGradient and source"),
+                                          "weightsLayout": ("is", "outputShape")}),
+    _grad_convolution2DWeightsGradient, value_inputs=("outputShape",))
 
 
 # ---------------------------------------------------------------------------- builders

@@ -53,6 +53,7 @@ from ._checks import rank4_canonical as _rank4
 from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
 from ._shape_math import UNKNOWN, conv_output_size, from_canonical, known
+from .convolution import read_as, with_layout_hint
 
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
@@ -132,10 +133,13 @@ def _forward_shape(ctx: InferContext, src_arg: str):
         if res is None:
             pad = (f" + paddings {pads[0]} + {pads[1]}"
                    if d.paddingStyle == PaddingStyle.explicit else "")
+            where = read_as("shape", ctx.type_of(src_arg).shape, d.dataLayout,
+                             "H" if axis == "height" else "W")
             raise ctx.error(ShapeError, src_arg, f"a padded {axis} >= the dilated kernel "
                             f"extent {dil * (k - 1) + 1} (kernel {k}, dilation {dil}, "
                             f"{d.paddingStyle.name})",
-                            f"{axis} {size}{pad} (shape {ctx.type_of(src_arg).shape})")
+                            f"{axis} {size}{pad} ({where}, which reads C from axis "
+                            f"{d.dataLayout.name.index('C')})")
     pads = (ry[1], ry[2], rx[1], rx[2])
     return [n, c, h, w], [n, c, ry[0], rx[0]], pads
 
@@ -168,7 +172,8 @@ def _infer_pool_gradient(ctx: InferContext):
         want = from_canonical(y, d.dataLayout)
         raise ctx.error(ShapeError, "gradient", f"the forward result's shape {want} (of "
                         f"sourceTensor {ctx.type_of('sourceTensor').shape}, "
-                        f"{d.dataLayout.name}; -1 = any)", gshape)
+                        f"{d.dataLayout.name}: C at axis {d.dataLayout.name.index('C')}; "
+                        f"-1 = any)", gshape)
     src = ctx.type_of("sourceTensor")
     return [ShapedType(src.shape, dt)], _attrs(ctx, x, y, pads)
 
@@ -189,10 +194,14 @@ def _grad_avgPooling2DGradient(g: Graph, op: Operation, dys):
     return {"gradient": g.avgPooling2D(dys[0], op.attrs.descriptor)}
 
 
-register_op("maxPooling2D", _infer_pool, _grad_maxPooling2D)
-register_op("avgPooling2D", _infer_pool, _grad_avgPooling2D)
-register_op("maxPooling2DGradient", _infer_pool_gradient)
-register_op("avgPooling2DGradient", _infer_pool_gradient, _grad_avgPooling2DGradient)
+# a shape error that the other dataLayout would fix says so (a layout mix-up)
+_infer_pool_hinted = with_layout_hint(_infer_pool, {"dataLayout": ("is", "the source")})
+_infer_pool_gradient_hinted = with_layout_hint(_infer_pool_gradient, {
+    "dataLayout": ("are", "gradient and sourceTensor")})
+register_op("maxPooling2D", _infer_pool_hinted, _grad_maxPooling2D)
+register_op("avgPooling2D", _infer_pool_hinted, _grad_avgPooling2D)
+register_op("maxPooling2DGradient", _infer_pool_gradient_hinted)
+register_op("avgPooling2DGradient", _infer_pool_gradient_hinted, _grad_avgPooling2DGradient)
 
 
 # ---------------------------------------------------------------------------- builders

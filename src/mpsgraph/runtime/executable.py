@@ -25,12 +25,113 @@ from .tensor_data import TensorData, _as_numpy
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
 
-__all__ = ["Executable", "feed_type", "needed_op_ids"]
+__all__ = ["Executable", "feed_type", "needed_op_ids", "is_python_data", "python_feed",
+           "feed_dtype_error"]
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def is_python_data(value: Any) -> bool:
+    """A Python list, tuple or scalar (bool, int, float, complex), which carries no dtype of
+    its own. NumPy scalars (np.float64 is a float) carry one, and are not Python data."""
+    return isinstance(value, (list, tuple)) or (
+        isinstance(value, _PYTHON_SCALARS) and not isinstance(value, np.generic))
+
+
+def _short_repr(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def python_feed(value: Any, dataType: DataType, name: str, where: str = "run") -> np.ndarray:
+    """A Python list / nested list / scalar fed for a placeholder of `dataType`, converted to
+    that type (it has no dtype of its own to disagree with). Raises FeedError naming the feed
+    for a ragged list, non-numbers, or a value the type cannot hold (1.5 or 300 for int32 /
+    uInt8, 2 for bool, a complex for a real type, a finite value that overflows a float type);
+    floats are rounded to the nearest value of a float type."""
+    npdt = dataType.numpy_dtype
+
+    def bad(why: str) -> FeedError:
+        return op_error(FeedError, where, f"feeds[{name}]", f"Python values that fit in "
+                        f"{dataType!r} (a list or scalar is converted to the placeholder's "
+                        f"dataType)", f"{_short_repr(value)} ({why})")
+
+    try:
+        src = np.array(value)
+    except (ValueError, TypeError):
+        raise bad("a ragged nested list: every row must have the same length") from None
+    kind = "f" if dataType.is_floating else npdt.kind
+    if src.dtype == object:  # integers beyond 64 bits, or non-numbers
+        flat = src.reshape(-1).tolist()
+        for x in flat:
+            if not isinstance(x, (int, float, complex)):
+                raise bad(f"{_short_repr(x)} is not a number")
+        if kind not in "fc":
+            info = np.iinfo(npdt) if kind != "b" else None
+            lo, hi = (0, 1) if info is None else (int(info.min), int(info.max))
+            for x in flat:
+                if isinstance(x, int) and not lo <= x <= hi:
+                    raise bad(f"{x} does not fit in {dataType!r}")
+        try:
+            src = src.astype(np.complex128 if any(isinstance(x, complex) for x in flat)
+                             else np.float64)
+        except OverflowError:
+            raise bad(f"an integer too large for {dataType!r}") from None
+    if src.dtype.kind not in "biufc":
+        raise bad(f"{src.dtype} values are not numbers")
+    if src.dtype.kind == "c" and kind != "c":
+        raise bad(f"complex values do not fit in {dataType!r}")
+    with np.errstate(all="ignore"):
+        out = src.astype(npdt)
+        if kind in "fc":  # rounding is fine; a finite value that becomes infinite is not
+            wrong = np.isinf(out.astype(np.complex128 if kind == "c" else np.float64)) & \
+                ~np.isinf(src)
+        else:  # integers and bool: the value must survive the round trip, sign included
+            back = out.astype(src.dtype)
+            wrong = (back != src) | ((out < 0) != (src < 0)) if kind != "b" else back != src
+    if wrong.any():
+        x = src[tuple(np.argwhere(wrong)[0])].item()
+        raise bad(f"{x!r} does not fit in {dataType!r}")
+    return out
+
+
+def _numpy_name(dataType: DataType) -> str:
+    if dataType == DataType.bFloat16:
+        return "ml_dtypes.bfloat16"
+    if dataType == DataType.bool:
+        return "np.bool_"
+    return f"np.{dataType.numpy_dtype.name}"
+
+
+def _cast_hint(value: Any, dataType: DataType) -> str:
+    """How to convert `value` to `dataType` (the feed's own kind of array)."""
+    if type(value).__module__.split(".")[0] == "torch":
+        from ..backends.torch import TORCH_DTYPES
+
+        td = TORCH_DTYPES.get(dataType)
+        if td is not None:
+            return f"cast it with t.to({td})"
+        return f"cast it with t.numpy().astype({_numpy_name(dataType)})"
+    if isinstance(value, TensorData):
+        return f"convert it with mg.TensorData(data, dataType=mg.DataType.{dataType.name})"
+    return f"cast it with arr.astype({_numpy_name(dataType)})"
+
+
+def feed_dtype_error(name: str, dataType: DataType, value: Any, given: object,
+                     where: str = "run") -> FeedError:
+    """The FeedError for data of the wrong type fed for a placeholder of `dataType` (no
+    implicit casts), saying how to cast it."""
+    return op_error(FeedError, where, f"feeds[{name}]", f"{dataType!r} data (the placeholder's "
+                    "dataType; no implicit casts)", f"{given} data; {_cast_hint(value, dataType)}")
 
 
 def feed_type(t: Tensor, value: Any) -> ShapedType:
-    """The ShapedType of a value fed for placeholder `t` (raises FeedError on a bad dtype)."""
+    """The ShapedType of a value fed for placeholder `t` (raises FeedError on a dtype other than
+    the placeholder's, saying how to cast it). Python data is converted by `python_feed`
+    before it gets here."""
     if isinstance(value, TensorData):
+        if value.dataType != t.dataType:
+            raise feed_dtype_error(t.name, t.dataType, value, value.dataType)
         return ShapedType(value.shape, value.dataType)
     if (not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__")
             and type(value).__module__.split(".")[0] != "torch"):
@@ -45,17 +146,18 @@ def feed_type(t: Tensor, value: Any) -> ShapedType:
     if type(value).__module__.split(".")[0] == "torch":  # read on the device: no host copy
         from ..backends.torch import DATA_TYPES
 
-        if value.dtype not in DATA_TYPES:
-            raise op_error(FeedError, "run", f"feeds[{t.name}]", f"{t.dataType!r} data (the "
-                           f"placeholder's dataType)", f"{value.dtype} data")
+        if DATA_TYPES.get(value.dtype) != t.dataType:
+            raise feed_dtype_error(t.name, t.dataType, value, value.dtype)
         return ShapedType(list(value.shape), DATA_TYPES[value.dtype])
+    given = value
     if not isinstance(value, np.ndarray):
         value = _as_numpy(value) if hasattr(value, "__dlpack__") else np.asarray(value)
     try:
         dt = DataType.from_numpy(value.dtype)
     except TypeError:
-        raise op_error(FeedError, "run", f"feeds[{t.name}]", f"{t.dataType!r} data (the "
-                       f"placeholder's dataType)", f"{value.dtype} data") from None
+        dt = None
+    if dt != t.dataType:
+        raise feed_dtype_error(t.name, t.dataType, given, value.dtype)
     return ShapedType(value.shape, dt)
 
 

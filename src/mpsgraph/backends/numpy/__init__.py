@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeedError, UnsupportedError, op_error
+from ...runtime.executable import feed_dtype_error, is_python_data, python_feed
 from ...runtime.tensor_data import TensorData, _as_numpy
 from ...types import DataType, ShapedType
 
@@ -124,12 +125,12 @@ class Backend:
             arr = value.numpy()
         elif isinstance(value, np.ndarray):
             arr = value
+        elif is_python_data(value):  # no dtype of its own: takes the placeholder's
+            arr = python_feed(value, st.dataType, name)
         else:
             arr = _as_numpy(value)
-        want = st.dataType.numpy_dtype
-        if arr.dtype != want:
-            raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
-                           f"({want}; no implicit casts)", f"{arr.dtype} data")
+        if arr.dtype != st.dataType.numpy_dtype:
+            raise feed_dtype_error(name, st.dataType, value, getattr(value, "dtype", arr.dtype))
         if arr.shape != st._shape:
             raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
                            list(arr.shape))

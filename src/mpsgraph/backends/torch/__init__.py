@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeedError, UnsupportedError, op_error
+from ...runtime.executable import feed_dtype_error, is_python_data, python_feed
 from ...runtime.tensor_data import TensorData, _as_numpy
 from ...types import DataType, ShapedType
 
@@ -235,27 +236,28 @@ class Backend:
             t = a if isinstance(a, torch.Tensor) else None
             if t is None:
                 arr = value.numpy()
-                _check_dtype(arr.dtype, st, str(arr.dtype), name)
+                _check_dtype(arr.dtype, st, value, arr.dtype, name)
                 t = self.from_numpy(arr)
         elif isinstance(value, torch.Tensor):
             t = value
         elif isinstance(value, np.ndarray):
-            _check_dtype(value.dtype, st, str(value.dtype), name)
+            _check_dtype(value.dtype, st, value, value.dtype, name)
             t = self.from_numpy(value)
+        elif is_python_data(value):  # no dtype of its own: takes the placeholder's
+            t = self.from_numpy(python_feed(value, st.dataType, name))
         elif hasattr(value, "__dlpack__"):
             try:
                 t = torch.from_dlpack(value)
             except (TypeError, RuntimeError, BufferError):
                 arr = _as_numpy(value)
-                _check_dtype(arr.dtype, st, str(arr.dtype), name)
+                _check_dtype(arr.dtype, st, value, getattr(value, "dtype", arr.dtype), name)
                 t = self.from_numpy(arr)
         else:
             arr = _as_numpy(value)
-            _check_dtype(arr.dtype, st, str(arr.dtype), name)
+            _check_dtype(arr.dtype, st, value, arr.dtype, name)
             t = self.from_numpy(arr)
         if t.dtype != want:
-            raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
-                           f"({want}; no implicit casts)", f"{t.dtype} data")
+            raise feed_dtype_error(name, st.dataType, value, getattr(value, "dtype", t.dtype))
         if tuple(t.shape) != st._shape:
             raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
                            list(t.shape))
@@ -398,14 +400,14 @@ def canonical(t: torch.Tensor, memory_format=torch.contiguous_format) -> torch.T
     return t.clone(memory_format=memory_format)
 
 
-def _check_dtype(npdt: np.dtype, st: ShapedType, given: str, name: str) -> None:
+def _check_dtype(npdt: np.dtype, st: ShapedType, value: Any, given: object, name: str) -> None:
+    """FeedError (saying how to cast `value`) unless `npdt` is the placeholder's dtype."""
     try:
         want = st.dataType.numpy_dtype
     except TypeError:
         want = None
     if npdt != want:
-        raise op_error(FeedError, "run", f"feeds[{name}]", f"{st.dataType!r} data "
-                       f"({want}; no implicit casts)", f"{given} data")
+        raise feed_dtype_error(name, st.dataType, value, given)
 
 
 def _np_to_torch(arr: np.ndarray) -> torch.Tensor:
