@@ -4,7 +4,12 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 `Device` ("cpu" = NumPy, the default; "cuda" / "torch-cpu" = the torch backend).
 """
 
-from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor, Pooling2DOpDescriptor
+from .descriptors import (
+    Convolution2DOpDescriptor,
+    LSTMDescriptor,
+    Pooling2DOpDescriptor,
+    UnknownPropertyError,
+)
 from .errors import (
     DataTypeError,
     DescriptorError,
@@ -44,6 +49,6 @@ __all__ = [
     "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
-    "GraphMismatchError", "UnsupportedError",
+    "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]
