@@ -184,6 +184,14 @@ def _read_samples(rng, dt):
         yield Sample([], kw)
 
 
+def _devices() -> list[str]:
+    try:
+        import torch
+    except ImportError:
+        return ["cpu"]
+    return ["cpu", "torch-cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
 def _read_build(g, data, form, new=None):
     dt = DT.from_numpy(np.asarray(data).dtype)
     if form == "not_variable":
@@ -196,13 +204,11 @@ def _read_build(g, data, form, new=None):
     if form == "twice":
         return [g.read(v), g.read(v)]
     if form == "after_assign":
-        # a run that commits `new` first: then the graph's variable holds it on every device
+        # a run that commits `new` first, on every device present (a variable's state is
+        # per device): then the read sees it wherever the graph runs
         op = g.assign(v, g.constant(new))
-        for dev in ("cpu", "torch-cpu"):
-            try:
-                g.run({}, [], targetOperations=[op], device=dev)
-            except ImportError:
-                pass
+        for dev in _devices():
+            g.run({}, [], targetOperations=[op], device=dev)
         return g.read(v)
     raise AssertionError(form)
 

@@ -12,6 +12,9 @@ express, on every backend present:
   compares real parts only);
 - the gradient of a cast through a half type (the harness multiplies every float result by a
   float32 constant, so it has no sample whose result is float16 / bFloat16);
+- shapeOf on a CUDA device made its result with a host -> device copy, which a CUDA-graph
+  capture refuses: `compile(..., cuda_graph=True)` failed and the automatic mode warned and
+  fell back to running op by op; the torch kernel fills the result on the device now;
 - a target that views a constant (reshape / identity / transpose of it) on the torch backend:
   writing into the returned array changed the constant for every later run (xfail: the fix
   belongs in runtime/executable.py, see the report of this change)."""
@@ -166,3 +169,19 @@ def test_writing_into_a_result_that_views_a_constant(device, view, request):
         pass  # a read-only result: fine
     b = g.run({}, [y], device=device)[y].numpy()
     assert b.reshape(-1)[0] == 0, "the constant changed"
+
+
+# ---------------------------------------------------------------------------- CUDA graphs
+def test_shapeOf_in_a_cuda_graph(device):
+    if device != "cuda":
+        pytest.skip("CUDA graphs exist on CUDA devices only")
+    g = mg.Graph()
+    x = g.placeholder([2, 0, 3], mg.float16)
+    y = g.shapeOf(x)
+    z = g.cast(g.shapeOf(g.reshape(x, [3, 0, 1, 2])), mg.float32)  # a consumer in the graph
+    exe = g.compile({x: mg.ShapedType([2, 0, 3], mg.float16)}, [y, z], device=device,
+                    cuda_graph=True)
+    for _ in range(2):
+        a, b = exe.run([np.zeros((2, 0, 3), np.float16)])
+        assert a.numpy().tolist() == [2, 0, 3] and a.dataType == DT.int32
+        assert b.numpy().tolist() == [3, 0, 1, 2]

@@ -126,4 +126,10 @@ def identity(x: torch.Tensor, attrs: None) -> torch.Tensor:
 
 @kernel("shapeOf")
 def shapeOf(x: torch.Tensor, attrs: None) -> torch.Tensor:
-    return torch.tensor(list(x.shape), dtype=torch.int32, device=x.device)
+    # filled on the device, one size at a time (fill_ of a Python number): torch.tensor(list)
+    # and `out[i] = n` copy from the host, which a CUDA-graph capture refuses (the executable
+    # then fell back to running op by op)
+    out = torch.empty(x.dim(), dtype=torch.int32, device=x.device)
+    for i, n in enumerate(x.shape):
+        out[i].fill_(n)
+    return out
