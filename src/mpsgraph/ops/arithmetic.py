@@ -504,12 +504,12 @@ ROWS: tuple[Elementwise, ...] = (
       "The number of 1 bits of x's two's-complement representation (popcount(-1 as int8) = 8), "
       "in x's type."),
     # --- select ---------------------------------------------------------------------------------
-    E('select', ("predicate", "trueTensor", "falseTensor"), ANY_TYPE, 'same', 'select',
-      'select', _grad_select,
+    E('select', ("predicate", "trueTensor", "falseTensor"), ANY_TYPE, 'same', 'pick', 'pick',
+      _grad_select,
       "predicate ? trueTensor : falseTensor, elementwise; the three shapes broadcast together. "
       "The predicate may be bool or numeric (non-zero, NaN included, is true); trueTensor and "
       "falseTensor share one dataType, the result's.", infer=_infer_select),
-    E('clamp', ("tensor", "min", "max"), NUMERIC, 'same', 'clamp', 'clamp', _grad_clamp,
+    E('clamp', ("tensor", "min", "max"), NUMERIC, 'same', 'clip', 'clip', _grad_clamp,
       "minimum(maximum(x, min), max) with NaN propagation (NumPy clip): a NaN in any input "
       "gives NaN; where min > max the result is max.", builder=False),
     # --- unary arithmetic -----------------------------------------------------------------------

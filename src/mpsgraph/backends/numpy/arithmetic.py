@@ -151,9 +151,9 @@ _POP = np.array([bin(i).count("1") for i in range(256)], np.uint8)
 
 def popcount(x: np.ndarray) -> np.ndarray:
     """1 bits of the two's-complement representation, in x's type."""
-    c = np.ascontiguousarray(x)
+    c = np.array(x, order="C", copy=True).reshape(-1)
     byts = c.view(np.uint8).reshape(c.shape + (c.dtype.itemsize,))
-    return _POP[byts].sum(axis=-1, dtype=np.int64).astype(x.dtype)
+    return _POP[byts].sum(axis=-1, dtype=np.int64).astype(x.dtype).reshape(x.shape)
 
 
 # ---------------------------------------------------------------------------- unary math
@@ -207,11 +207,11 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- ternary
-def select(p: np.ndarray, t: np.ndarray, f: np.ndarray) -> np.ndarray:
+def pick(p: np.ndarray, t: np.ndarray, f: np.ndarray) -> np.ndarray:
     return np.where(_truth(p), t, f)
 
 
-def clamp(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def clip(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(x, lo), hi)  # np.maximum / minimum propagate NaN
 
 
@@ -260,9 +260,8 @@ def _make_kernel(row):
 
     def k(*args):
         xs = args[:-1]  # (the last argument is the kernel attrs: None)
-        with np.errstate(all="ignore"):
-            y = fn(*[work(x) for x in xs])
-        return finish(y, out[xs[first].dtype])
+        with np.errstate(all="ignore"):  # (the cast to a half type may overflow to inf)
+            return finish(fn(*[work(x) for x in xs]), out[xs[first].dtype])
     k.__name__ = row.name
     return k
 

@@ -218,9 +218,16 @@ def _int_remainder(a: torch.Tensor, b: torch.Tensor, floor: bool) -> torch.Tenso
     return where(bad, _zero(r), r)
 
 
+def _fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """C fmod, exact: torch's vectorised float32 fmod is not (it divides, and a quotient
+    beyond float32's range gives NaN); its float64 one is, and so is the cast back (a float32
+    fmod is exactly representable)."""
+    return torch.fmod(a.double(), b.double()).to(a.dtype)
+
+
 def modulo(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dtype.is_floating_point:
-        return torch.fmod(a, b)
+        return _fmod(a, b)
     return _int_remainder(a, b, floor=False)
 
 
@@ -229,7 +236,7 @@ def floor_modulo(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return _int_remainder(a, b, floor=True)
     # NumPy's rule: r = fmod(a, b); r += b where r != 0 and sign(r) != sign(b); a zero r takes
     # b's sign; and floorModulo(x, 0) = 0
-    r = torch.fmod(a, b)
+    r = _fmod(a, b)
     fix = (r != 0) & ((r < 0) != (b < 0))
     r = torch.where(fix, r + b, r)
     r = torch.where(r == 0, torch.copysign(torch.zeros_like(r), b), r)
@@ -253,7 +260,7 @@ maximum_nan = _extremum(torch.maximum, torch.ge)  # maximum: NaN propagates
 minimum_nan = _extremum(torch.minimum, torch.le)
 
 
-def clamp(x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+def clip(x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
     return minimum_nan(maximum_nan(x, lo), hi)
 
 
@@ -392,7 +399,7 @@ def round_half_away(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- ternary
-def select(p: torch.Tensor, t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+def pick(p: torch.Tensor, t: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return where(_truth(p), t, f)
 
 
