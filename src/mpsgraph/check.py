@@ -448,7 +448,66 @@ def _ops_table():
          lambda a: pool_ref(a, "max"), [(2, 2, 4, 4)], "any"),
         ("pooling", "avgPooling2D", lambda g, a: g.avgPooling2D(a, pool),
          lambda a: pool_ref(a, "avg"), [(2, 2, 4, 4)], "any"),
-    ]
+    ] + _math_ops_table()
+
+
+def _math_ops_table():
+    """The differentiable ops of the arithmetic table beyond the basic ones: each applied to
+    N(0, 1) inputs mapped into its domain by an expression written on both sides (a tanh for
+    the (-1, 1) ones, 1.5 + x^2 for acosh)."""
+    import math
+
+    erf = np.vectorize(math.erf)
+
+    def c(g, v):
+        return g.constant(v, dataType=DataType.float32)
+
+    def unary(name, ref, inside=None, ref_inside=None):
+        if inside is None:
+            return (name, lambda g, a: getattr(g, name)(a), ref)
+        return (name, lambda g, a: getattr(g, name)(inside(g, a)),
+                lambda a: ref(ref_inside(a)))
+
+    th = (lambda g, a: g.tanh(a), np.tanh)
+    sq = (lambda g, a: g.addition(g.square(a), c(g, 1.5)), lambda a: a * a + 1.5)
+    ab = (lambda g, a: g.addition(g.absolute(a), c(g, 0.5)), lambda a: np.abs(a) + 0.5)
+    fams = {
+        "arithmetic: trigonometric": [
+            unary("sin", np.sin), unary("cos", np.cos), unary("tan", np.tan, *th),
+            unary("asin", np.arcsin, *th), unary("acos", np.arccos, *th),
+            unary("atan", np.arctan), unary("sinh", np.sinh), unary("cosh", np.cosh),
+            unary("asinh", np.arcsinh), unary("acosh", np.arccosh, *sq),
+            unary("atanh", np.arctanh, *th)],
+        "arithmetic: exponent, logarithm": [
+            unary("exponentBase2", np.exp2), unary("exponentBase10", lambda a: 10.0 ** a),
+            unary("logarithmBase2", np.log2, *ab), unary("logarithmBase10", np.log10, *ab)],
+        "arithmetic: erf, reciprocals, absolute": [
+            unary("reciprocalSquareRoot", lambda a: 1 / np.sqrt(a), *ab),
+            unary("reciprocal", lambda a: 1 / a, *ab), unary("erf", erf),
+            unary("absoluteSquare", np.square), unary("absolute", np.abs)],
+        "arithmetic: rounding, sign": [
+            unary("floor", np.floor), unary("round", lambda a: np.trunc(a + np.copysign(
+                0.5, a))), unary("rint", np.rint), unary("truncate", np.trunc),
+            unary("sign", np.sign), unary("ceil", np.ceil)],
+        "arithmetic: binary, clamp": [
+            ("atan2", lambda g, a, b: g.atan2(a, b), np.arctan2),
+            ("divisionNoNaN", lambda g, a, b: g.divisionNoNaN(a, b), lambda a, b: a / b),
+            ("modulo", lambda g, a, b: g.modulo(a, b), np.fmod),
+            ("floorModulo", lambda g, a, b: g.floorModulo(a, b), np.mod),
+            ("maximumWithNaNPropagation", lambda g, a, b: g.maximumWithNaNPropagation(a, b),
+             np.maximum),
+            ("minimumWithNaNPropagation", lambda g, a, b: g.minimumWithNaNPropagation(a, b),
+             np.minimum),
+            ("clamp", lambda g, a, lo, hi: g.clamp(a, min=lo, max=hi),
+             lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi))],
+    }
+    out = []
+    for fam, ops in fams.items():
+        for name, build, ref in ops:
+            n = build.__code__.co_argcount - 1
+            shapes = [(2, 3), (3,), (2, 1)][:n]
+            out.append((fam, name, build, ref, shapes, "any"))
+    return out
 
 
 def ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
