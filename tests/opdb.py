@@ -169,12 +169,12 @@ def arr(rng: np.random.Generator, shp: Iterable[int], dt: mg.DataType, lo: float
     shp = tuple(shp)
     npdt = np_dtype(dt)
     if dt == DT.bool:
-        return rng.random(shp) < 0.5
+        return np.asarray(rng.random(shp) < 0.5)
     if npdt.kind in "iu":
         info = np.iinfo(npdt)
         a, b = max(int(lo), info.min), min(int(hi), info.max)
-        return rng.integers(a, b + 1, size=shp).astype(npdt)
-    return rng.uniform(lo, hi, size=shp).astype(npdt)
+        return np.asarray(rng.integers(a, b + 1, size=shp)).astype(npdt)
+    return np.asarray(rng.uniform(lo, hi, size=shp)).astype(npdt)
 
 
 def _load_entries() -> None:

@@ -16,8 +16,8 @@ express, on every backend present:
   capture refuses: `compile(..., cuda_graph=True)` failed and the automatic mode warned and
   fell back to running op by op; the torch kernel fills the result on the device now;
 - a target that views a constant (reshape / identity / transpose of it) on the torch backend:
-  writing into the returned array changed the constant for every later run (xfail: the fix
-  belongs in runtime/executable.py, see the report of this change)."""
+  writing into the returned array changed the constant for every later run (the executable
+  now copies a target that views a constant, as it did one that views a variable)."""
 
 from __future__ import annotations
 
@@ -153,11 +153,8 @@ def test_cast_gradient_through_a_half_type(device, mid):
 
 # ---------------------------------------------------------------------------- state aliasing
 @pytest.mark.parametrize("view", ["identity", "reshape", "transpose"])
-def test_writing_into_a_result_that_views_a_constant(device, view, request):
-    if device == "torch-cpu":  # (on cuda the result's NumPy array is a host copy)
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="runtime/executable.py copies a target that IS a constant, "
-            "not one that views it, and the torch backend's constants are writable"))
+def test_writing_into_a_result_that_views_a_constant(device, view):
+    # fixed in runtime/executable.py: targets are unaliased from constants as from variables
     g = mg.Graph()
     c = g.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
     y = {"identity": lambda: g.identity(c), "reshape": lambda: g.reshape(c, [6]),

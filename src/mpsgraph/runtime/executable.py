@@ -573,14 +573,18 @@ class Executable:
         # that writing into the result cannot change the graph's state
         outs = [be.copy(slots[s]) if s in self._state_slots else slots[s]
                 for s in self._target_slots]
+        storages = [self._variable_value(op) for _, op in self._vars]
+        if self._consts or storages:
+            # ... and so is a target that VIEWS one (a reshape or transpose of a constant is a
+            # view on the torch backend: writing into it would change the constant for every
+            # later run; the NumPy backend's constants and storages are read-only)
+            outs = be.unalias(outs, [a for _, a in self._consts] + storages)
         if not commit:
             return outs
         if self._vars:
             # the backend commits the assigns (the torch backend writes into the storage:
             # results that view it are copied first, and the assigned values are resolved
             # before any storage changes; SPEC 1.6: reads see the start-of-run values)
-            storages = [self._variable_value(op) for _, op in self._vars]
-            outs = be.unalias(outs, storages)
             key = self.device.key
             be.assign_variables(
                 [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
