@@ -131,8 +131,12 @@ def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int
     bytes need `shape` and `dataType` and exactly prod(shape) * itemsize bytes (little-endian,
     row-major); an array or sequence is reshaped to a given `shape` of the same element count;
     a scalar with a `shape` fills it, without one it is a scalar of shape []. The values are
-    cast to `dataType` (an explicit request)."""
+    cast to `dataType` (an explicit request) with the rules of the `cast` op: floats to
+    integers truncate toward zero and saturate, NaN gives 0, anything to bool is `x != 0`.
+    Without `dataType`, a NumPy array's or scalar's own dtype is used."""
     if dataType is None:
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
         if isinstance(value, np.ndarray):
             try:
                 dataType = DataType.from_numpy(value.dtype)
@@ -167,7 +171,13 @@ def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int
         if arr.dtype == object or (arr.dtype.kind in "USV"
                                    and arr.dtype != DataType.bFloat16.numpy_dtype):
             raise TypeError  # strings, raw bytes and records (but ml_dtypes.bfloat16 is 'V')
-        arr = arr.astype(npdt, order="C")  # a private C-order copy: never the caller's array
+        if arr.dtype.kind == "c" and npdt.kind != "c":
+            raise TypeError  # a complex value for a real type: no silent loss of a part
+        from .backends.numpy.shape import cast as _cast  # the cast op's conversion rules
+
+        with np.errstate(all="ignore"):
+            arr = np.array(arr if arr.dtype == npdt or npdt.kind == "c"
+                           else _cast(np.asarray(arr), npdt), dtype=npdt, order="C")
     except (TypeError, ValueError):
         raise op_error(DataTypeError, op, "data", f"numbers convertible to {dataType!r} (an "
                        "array, a scalar, a rectangular nested sequence or bytes)",
