@@ -26,8 +26,8 @@ import pytest
 
 import mpsgraph as mg
 from helpers import DEVICES
-from opdb import DT, OPDB, SOURCE_ONLY, OpInfo, Sample, f64, n_samples
 from mpsgraph.ops._registry import OPS
+from opdb import DT, OPDB, SOURCE_ONLY, OpInfo, Sample, f64
 
 INFOS = sorted(OPDB.values(), key=lambda i: i.name)
 IDS = [i.name for i in INFOS]
