@@ -24,7 +24,9 @@ Decisions where Apple's documentation is silent or wrong:
   gradient at x == 0 is alpha * dy (as PyTorch's `x > 0 ? dy : alpha dy`); reLU's is 0.
 - The gradient ops' two tensor operands (and leakyReLU's alpha tensor) broadcast (NumPy rules);
   Apple documents broadcasting only for the alpha tensor.
-- softMax over an axis of size 0 gives an empty result; a row of all -inf gives NaN.
+- softMax over an axis of size 0 gives an empty result; a row of all -inf gives NaN, and so
+  does a whole row holding a +inf or a NaN (inf - inf in the shift by the maximum; PyTorch and
+  TensorFlow agree): no row is returned that is not a distribution.
 """
 
 from __future__ import annotations

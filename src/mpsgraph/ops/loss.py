@@ -8,7 +8,7 @@ source's shape::
     loss[.., 0, ..] = -sum_axis(l * logp)          shape: source's with the `axis` dim set to 1
     none  -> loss
     sum   -> sum(loss)                              shape [1] * rank
-    mean  -> sum(loss) / (numel(source) / source.shape[axis])       shape [1] * rank
+    mean  -> sum(loss) / T, T = prod(source.shape[i] for i != axis)  shape [1] * rank
 
 Decisions where Apple's documentation is silent:
 
@@ -19,7 +19,8 @@ Decisions where Apple's documentation is silent:
   rank > 0. `sum` / `mean` give [1] * rank.
 * `mean` divides by the number of loss terms, i.e. every position other than `axis` (the batch
   for [N, C] logits), not by all elements: Apple's parameter page says the reduction is
-  "across all other axes than axis".
+  "across all other axes than axis". It is the mean of the `none` loss: with an empty softmax
+  axis (C = 0) each term is an empty sum, 0, and the mean is 0; only T = 0 terms give NaN.
 * `labels` must have the source's dataType and be broadcastable to the source's shape (e.g.
   [C] shared by every row); they need not sum to 1.
 * Gradients are exact for any labels: d/dsource = (softmax(x) * sum_axis(l) - l) * g (which is
@@ -41,6 +42,7 @@ type with data (floating, integer or bool); onValue / offValue must be represent
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -228,19 +230,37 @@ def _reduction_arg(op: str, name: str | None, reuctionType: Any, reductionType: 
 
 
 def _value_in_type(op: str, name: str | None, arg: str, value: Any, dt: DataType) -> Any:
-    """onValue / offValue as a NumPy scalar of `dt`; refuse what the type cannot hold."""
+    """onValue / offValue as a NumPy scalar of `dt`; refuse what the type cannot hold: a
+    non-integer or out-of-range value for an integer type, other than 0 / 1 for bool, a finite
+    value that rounds to +-inf for a floating type (1e40 in float16; a Python int beyond
+    float's range). Explicit inf / NaN are floating values like any other."""
     ok = isinstance(value, (numbers.Real, np.bool_)) and not isinstance(value, str)
-    if ok and dt not in FLOATING and dt != DataType.bool:
-        ok = float(value).is_integer() if np.isfinite(float(value)) else False
-        if ok:
-            info = np.iinfo(dt.numpy_dtype)
-            ok = info.min <= int(value) <= info.max
+    integral = ok and isinstance(value, (numbers.Integral, np.bool_))
+    f = 0.0
+    if ok:
+        try:
+            f = float(value)
+        except OverflowError:  # a Python int beyond float's range
+            f = math.inf if value > 0 else -math.inf
     if ok and dt == DataType.bool:
-        ok = value in (0, 1)
-    if not ok:
-        raise op_error(DataTypeError, op, arg, f"a number representable in {dt!r}",
-                       repr(value) if isinstance(value, str) else value, name)
-    return np.asarray(value).astype(dt.numpy_dtype)[()]
+        ok = (integral and int(value) in (0, 1)) or (not integral and f in (0.0, 1.0))
+        if ok:
+            return np.bool_(f == 1.0)
+    elif ok and dt not in FLOATING:
+        iv = int(value) if integral else (int(f) if np.isfinite(f) and f.is_integer()
+                                           else None)
+        info = np.iinfo(dt.numpy_dtype)
+        ok = iv is not None and info.min <= iv <= info.max
+        if ok:
+            return np.array(iv, dtype=dt.numpy_dtype)[()]
+    elif ok:
+        with np.errstate(over="ignore"):
+            v = np.asarray(f).astype(dt.numpy_dtype)[()]
+        ok = bool(np.isfinite(v)) or not (integral or np.isfinite(f))
+        if ok:
+            return v
+    raise op_error(DataTypeError, op, arg, f"a number representable in {dt!r}",
+                   repr(value) if isinstance(value, str) else value, name)
 
 
 class LossOps:
@@ -258,7 +278,8 @@ class LossOps:
             loss = reduction(-sum_axis(labels * log_softmax(source, axis)))
 
         result: `none` -> the source's shape with `axis` of size 1; `sum` / `mean` -> [1] *
-        rank; `mean` divides by numel(source) / C (see the module docstring)."""
+        rank; `mean` divides by the number of loss terms, the product of the source's dimensions
+        other than `axis` (see the module docstring)."""
         op = "softMaxCrossEntropy"
         axis = _int_arg(op, name, "axis", axis)
         red = _reduction_arg(op, name, reuctionType, reductionType)

@@ -1,7 +1,8 @@
 """NumPy kernels of the activation family (float32 math; half types rounded once).
 
     sigmoid   e = exp(-|x|);  s = 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0   (no overflow)
-    softMax   m = max(x, axis); e = exp(x - m); e / sum(e, axis)
+    softMax   m = max(x, axis); e = exp(x - m); e / sum(e, axis)   (a row with +inf, NaN
+              or only -inf is NaN)
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     if x.size == 0:
         return x.copy()
+    # The shift by the row's maximum is kept even where it is not finite: a row with +inf (or
+    # NaN) gets inf - inf = NaN and is NaN wholly, a row of all -inf too (0 / 0). Replacing a
+    # non-finite maximum by 0 made [inf, 1, 2] give [NaN, 0, 0], a row that sums to no number.
     m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)  # a row of +-inf: no inf - inf from the shift
     e = np.exp(x - m)
     return e / np.sum(e, axis=axis, keepdims=True)
 

@@ -25,15 +25,15 @@ def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     x = np.asarray(x, dtype=_F32)
     if x.size == 0:
         return x.copy()
-    z = x - np.max(x, axis=axis, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # +-inf logits: inf - inf = NaN
+        z = x - np.max(x, axis=axis, keepdims=True)
         return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
 
 
 def _count(shape: tuple[int, ...], axis: int) -> int:
-    """Number of loss terms: every position other than the softmax axis."""
-    n = int(np.prod(shape, dtype=np.int64))
-    return n // shape[axis] if shape[axis] else 0
+    """Number of loss terms: every position other than the softmax axis (the size of the
+    `none` loss; not numel // C, which is 0 for an empty softmax axis C = 0)."""
+    return int(np.prod([d for i, d in enumerate(shape) if i != axis], dtype=np.int64))
 
 
 def _scaled_gradient(g: np.ndarray, x_shape: tuple[int, ...], a: SoftMaxCEAttrs) -> np.ndarray:

@@ -1,7 +1,8 @@
 """torch kernels of the activation family (semantics: backends/numpy/activation.py; float32
 math, half types rounded once).
 
-    softMax   m = max(x, axis) (0 where not finite); e = exp(x - m); e / sum(e, axis)
+    softMax   m = max(x, axis); e = exp(x - m); e / sum(e, axis)   (a row with +inf, NaN
+              or only -inf is NaN)
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from .arithmetic import F32, finish, work
 def _softmax(x: torch.Tensor, axis: int) -> torch.Tensor:
     if x.numel() == 0:
         return x.clone()
-    m = torch.amax(x, dim=axis, keepdim=True)
-    m = torch.where(torch.isfinite(m), m, torch.zeros((), dtype=m.dtype, device=m.device))
+    m = torch.amax(x, dim=axis, keepdim=True)  # not finite: the row is NaN (see NumPy's)
     e = torch.exp(x - m)
     return e / torch.sum(e, dim=axis, keepdim=True)
 

@@ -23,11 +23,13 @@ def _log_softmax(x: torch.Tensor, axis: int) -> torch.Tensor:
 
 
 def _count(shape, axis: int) -> int:
-    """Number of loss terms: every position other than the softmax axis."""
+    """Number of loss terms: every position other than the softmax axis (the size of the
+    `none` loss; not numel // C, which is 0 for an empty softmax axis C = 0)."""
     n = 1
-    for s in shape:
-        n *= s
-    return n // shape[axis] if shape[axis] else 0
+    for i, s in enumerate(shape):
+        if i != axis:
+            n *= s
+    return n
 
 
 def _scaled_gradient(g: torch.Tensor, x_shape, a: SoftMaxCEAttrs) -> torch.Tensor:
