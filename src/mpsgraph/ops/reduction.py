@@ -104,8 +104,11 @@ def _grad_mean(g, op, dys):
     x = op.input("tensor")
     dims = [x.shape[i] for i in _axes_of(op)]
     if any(d < 0 for d in dims):
-        raise UnsupportedError(f"{op.kind}: gradient needs the reduced dimensions' sizes, given "
-                               f"shape {x.shape}")
+        # a dynamic reduced dimension: the count is known at run time only, as the sum of
+        # ones over the reduced axes (ones even where x is NaN or infinite)
+        one = g.constant(1.0, dataType=x.dataType)
+        count = g.reductionSum(g.select(g.isNaN(x), one, one), axes=list(_axes_of(op)))
+        return {"tensor": broadcast_back(g, g.division(dys[0], count), x)}
     n = math.prod(dims)
     scale = g.constant(1.0 / n if n else float("nan"), dataType=x.dataType)
     return {"tensor": broadcast_back(g, g.multiplication(dys[0], scale), x)}
