@@ -8,9 +8,14 @@ padding), and each of the kH*kW taps is a strided view [N, C, Ho, Wo] of it:
 
 The only Python loops are over the taps. Window counts for the average are separable:
 count[i, j] = cy[i] * cx[j]. float16 / bFloat16 are computed in float32 and rounded once.
+Every kernel runs under np.errstate(all="ignore"), as the other NumPy kernels do: inf - inf,
+inf * 0 (an empty window's gradient) and a half-type result that overflows give their IEEE
+values without a RuntimeWarning.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -19,6 +24,15 @@ from ...types import TensorNamedDataLayout as L
 from . import kernel
 
 _F32 = np.dtype(np.float32)
+
+
+def _quiet(fn):
+    """`fn` under np.errstate(all="ignore") (IEEE results, no floating-point warnings)."""
+    @functools.wraps(fn)
+    def run(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    return run
 
 
 def _nchw(x: np.ndarray, layout: L) -> np.ndarray:
@@ -101,6 +115,7 @@ def _empty_grad(x_nchw: np.ndarray, a: Pool2DAttrs, dtype: np.dtype) -> np.ndarr
 
 
 @kernel("maxPooling2D")
+@_quiet
 def maxPooling2D(x: np.ndarray, a: Pool2DAttrs) -> np.ndarray:
     e = _empty_out(_nchw(x, a.data_layout), a, x.dtype)
     if e is not None:
@@ -110,6 +125,7 @@ def maxPooling2D(x: np.ndarray, a: Pool2DAttrs) -> np.ndarray:
 
 
 @kernel("avgPooling2D")
+@_quiet
 def avgPooling2D(x: np.ndarray, a: Pool2DAttrs) -> np.ndarray:
     e = _empty_out(_nchw(x, a.data_layout), a, x.dtype)
     if e is not None:
@@ -132,6 +148,7 @@ def _scatter_to_source(dxp: np.ndarray, a: Pool2DAttrs, dtype: np.dtype) -> np.n
 
 
 @kernel("maxPooling2DGradient")
+@_quiet
 def maxPooling2DGradient(dy: np.ndarray, x: np.ndarray, a: Pool2DAttrs) -> np.ndarray:
     e = _empty_grad(_nchw(x, a.data_layout), a, dy.dtype)
     if e is not None:
@@ -160,6 +177,7 @@ def maxPooling2DGradient(dy: np.ndarray, x: np.ndarray, a: Pool2DAttrs) -> np.nd
 
 
 @kernel("avgPooling2DGradient")
+@_quiet
 def avgPooling2DGradient(dy: np.ndarray, x: np.ndarray, a: Pool2DAttrs) -> np.ndarray:
     e = _empty_grad(_nchw(x, a.data_layout), a, dy.dtype)
     if e is not None:
