@@ -101,6 +101,11 @@ class OpInfo:
     tol: dict[mg.DataType, tuple[float, float]] = field(default_factory=dict)
     grad_tol: tuple[float, float] = (1e-4, 1e-6)  # (rtol of sum |g v|, atol) float32 gradients
     nan: bool = True  # a NaN in a floating input must give NaN where `ref` gives it
+    # the inputs the NaN test poisons (None: every floating input). Restricted only where a
+    # NaN reaching an output solely through a product with an IMPLICIT zero (padding, an absent
+    # optional input, a position no window reaches) is unspecified (docs/semantics.md, "NaN and
+    # implicit zeros")
+    nan_inputs: tuple[int, ...] | None = None
     views: bool = True  # inputs may be fed as non-contiguous views / broadcasts
     broadcast_ok: bool = True  # an input may be replaced by a broadcast (zero-stride) view
     kinds: tuple[str, ...] = ()  # further registry kinds this entry's samples exercise

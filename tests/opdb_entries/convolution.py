@@ -459,12 +459,15 @@ _NOTES = ("float64 loops of tests/oracles/conv_f64.py on the zero-padded source;
 
 add(OpInfo("convolution2D", build=_build_conv, ref=_conv_ref, samples=_conv_samples,
            dtypes=FLOAT, differentiable=(0, 1), torch_ref=_conv_torch, errors=_conv_errors,
-           tol=TOL, notes=_NOTES))
+           tol=TOL, nan_inputs=(0,),  # a NaN weight meets padding zeros: unspecified
+           notes=_NOTES))
 add(OpInfo("convolution2DDataGradient", build=_build_data_grad, ref=_data_grad_ref,
            samples=_grad_samples("data"), dtypes=FLOAT, differentiable=(0, 1),
            torch_ref=_data_grad_torch, errors=_grad_errors("data"), tol=TOL,
+           nan_inputs=(0,),  # a NaN weight meets the zeros around dy: unspecified
            notes=_NOTES + "; outputShape as a list, a constant and a fed shape tensor"))
 add(OpInfo("convolution2DWeightsGradient", build=_build_weights_grad, ref=_weights_grad_ref,
            samples=_grad_samples("weights"), dtypes=FLOAT, differentiable=(0, 1),
            torch_ref=_weights_grad_torch, errors=_grad_errors("weights"), tol=TOL,
+           nan_inputs=(1,),  # a NaN in dy meets padding zeros: unspecified
            notes=_NOTES + "; outputShape as a list, a constant and a fed shape tensor"))

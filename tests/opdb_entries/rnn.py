@@ -469,5 +469,9 @@ add(OpInfo("LSTM", build=_lstm_build, ref=_lstm_ref, samples=_lstm_samples, dtyp
            notes="tests/oracles/lstm_f64.py; every descriptor option and optional input"))
 add(OpInfo("LSTMGradients", build=_grad_build, ref=_grad_ref, samples=_grad_samples,
            dtypes=FLOAT, errors=_lstm_errors(True), tol=TOL,
+           # any NaN reaches da at step 0, whose product with an ABSENT initState (an implicit
+           # zero) is unspecified (docs/semantics.md, "NaN and implicit zeros"); NaN through
+           # the gates is pinned by tests/regressions/test_opdb_found_conv_pool_lstm.py
+           nan=False,
            notes="tests/oracles/lstm_f64.py; zState / cell of a float64 forward; both forms "
                  "of stateGradient and cellGradient"))
