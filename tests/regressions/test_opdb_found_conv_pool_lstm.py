@@ -164,13 +164,9 @@ _ABSENT_STATE = ("LSTMGradients skips the products with an absent initState / in
                  "as an explicit zero initState / initCell gives")
 
 
-_RELU_NAN = ("CUDA LSTM kernels: relu and hardSigmoid are computed with a NaN-dropping maximum "
-             "/ clamp (the GPU's max.f32 returns the non-NaN operand), so relu(NaN) = 0 and "
-             "hardSigmoid(NaN) is clamped instead of NaN")
-
 
 @pytest.mark.parametrize("act", ["relu", "hardSigmoid"])
-@pytest.mark.parametrize("device", _devices({"cuda": _RELU_NAN}))
+@pytest.mark.parametrize("device", DEVICES)  # (fixed in the CUDA kernels: selects)
 def test_lstm_relu_and_hard_sigmoid_of_nan_are_nan(device, act):
     # a NaN cell-gate input: z = tanh(NaN) = NaN, c = f c0 + i z = NaN, h = o * g(c) with
     # g = relu / hardSigmoid must be NaN (as np.maximum / torch.relu / torch.clamp give)

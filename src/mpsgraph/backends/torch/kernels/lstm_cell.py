@@ -31,8 +31,8 @@ from . import cdiv, pow2
 
 @triton.jit
 def _act(x, KIND: tl.constexpr):
-    if KIND == 1:
-        return tl.maximum(x, 0.0)
+    if KIND == 1:  # (selects, not maximum / minimum, which drop a NaN: relu(NaN) is NaN)
+        return tl.where(x < 0.0, 0.0, x)
     elif KIND == 2:
         e = tl.exp(-2.0 * tl.abs(x))
         t = (1.0 - e) / (1.0 + e)
@@ -40,7 +40,8 @@ def _act(x, KIND: tl.constexpr):
     elif KIND == 3:
         return 1.0 / (1.0 + tl.exp(-x))
     elif KIND == 4:
-        return tl.minimum(tl.maximum(0.2 * x + 0.5, 0.0), 1.0)
+        h = 0.2 * x + 0.5
+        return tl.where(h < 0.0, 0.0, tl.where(h > 1.0, 1.0, h))
     else:
         return x
 

@@ -76,14 +76,17 @@ __device__ __forceinline__ void st_async4(float* local, unsigned long long* bar,
 }
 
 template <int KIND> __device__ __forceinline__ float act(float x) {
-    if (KIND == 1) return fmaxf(x, 0.0f);
+    if (KIND == 1) return x < 0.0f ? 0.0f : x;  // (not fmaxf, which drops a NaN)
     if (KIND == 2) {
         float e = __expf(-2.0f * fabsf(x));
         float t = __fdividef(1.0f - e, 1.0f + e);
         return x < 0.0f ? -t : t;
     }
     if (KIND == 3) return __fdividef(1.0f, 1.0f + __expf(-x));
-    if (KIND == 4) return fminf(fmaxf(0.2f * x + 0.5f, 0.0f), 1.0f);
+    if (KIND == 4) {
+        const float h = 0.2f * x + 0.5f;
+        return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h);
+    }
     return x;
 }
 
