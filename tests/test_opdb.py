@@ -19,6 +19,8 @@ MPSGRAPH_OPDB_SAMPLES sets the samples per op and dtype (4 by default).
 
 from __future__ import annotations
 
+import json
+import os
 import zlib
 
 import numpy as np
@@ -30,6 +32,26 @@ from mpsgraph.ops._registry import OPS
 from opdb import DT, OPDB, SOURCE_ONLY, OpInfo, Sample, f64
 
 INFOS = sorted(OPDB.values(), key=lambda i: i.name)
+# examples checked, per (family, device): written as JSON to MPSGRAPH_OPDB_COUNTS at the end
+COUNTS: dict[str, int] = {}
+
+
+def _family(info: OpInfo) -> str:
+    return info.build.__module__.rsplit(".", 1)[-1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_counts():
+    yield
+    path = os.environ.get("MPSGRAPH_OPDB_COUNTS")
+    if path:
+        with open(path, "w") as f:
+            json.dump(COUNTS, f, indent=1, sort_keys=True)
+
+
+def _count(info: OpInfo, device: str) -> None:
+    key = f"{_family(info)}/{device}"
+    COUNTS[key] = COUNTS.get(key, 0) + 1
 IDS = [i.name for i in INFOS]
 CPU_BACKENDS = ("cpu", "torch-cpu")
 
@@ -55,6 +77,7 @@ def _graph(info: OpInfo, s: Sample, inputs=None):
 
 def _run(info: OpInfo, s: Sample, device: str, inputs=None) -> list[np.ndarray]:
     """The op's outputs (NumPy) for the sample's inputs (or `inputs`, fed as given)."""
+    _count(info, device)
     if info.run is not None:
         return [np.asarray(r) for r in info.run(device, s, s.inputs if inputs is None
                                                 else inputs)]
@@ -175,6 +198,7 @@ def test_gradient(info: OpInfo, device: str):
         grads = g.gradientForPrimaryTensor(loss, [phs[i] for i in diff])
         targets = [grads[phs[i]] for i in diff]
         res = g.run(dict(zip(phs, s.inputs)), targets, device=device)
+        _count(info, device)
         ours = [res[t].numpy().astype(np.float64) for t in targets]
         for i, gr in zip(diff, ours):
             assert gr.shape == s.inputs[i].shape, (info.name, s, i)
@@ -213,7 +237,9 @@ def _check_torch_autograd(info: OpInfo, s: Sample, diff, us, ours) -> None:
 @pytest.mark.parametrize("info", INFOS, ids=IDS)
 def test_backend_matches_numpy(info: OpInfo, device: str):
     for _, s in _forward_samples(info, "backend"):
-        _close(info, _run(info, s, device), _run(info, s, "cpu"), s, f"{device} vs cpu",
+        ref_cpu = _run(info, s, "cpu")
+        COUNTS[f"{_family(info)}/cpu"] -= 1  # (the reference run: not an example of cpu)
+        _close(info, _run(info, s, device), ref_cpu, s, f"{device} vs cpu",
                scale=2.0)
 
 
@@ -318,6 +344,7 @@ def test_executable_rerun(info: OpInfo, device: str):
         b_in = [_shuffled(rng, a) for a in s.inputs]
         b = [r.numpy().copy() for r in exe.run(b_in)]
         a2 = [r.numpy().copy() for r in exe.run(list(s.inputs))]
+        _count(info, device)
         inv = [a1[order.index(k)] for k in range(len(outs))]
         _close(info, inv, info.ref(*s.inputs, **s.kwargs), s, "executable run A")
         _close(info, [b[order.index(k)] for k in range(len(outs))],
