@@ -32,7 +32,7 @@ from mpsgraph.ops._registry import OPS
 from opdb import DT, OPDB, SOURCE_ONLY, OpInfo, Sample, f64
 
 INFOS = sorted(OPDB.values(), key=lambda i: i.name)
-# examples checked, per (family, device): written as JSON to MPSGRAPH_OPDB_COUNTS at the end
+# examples checked, per (family, device): written as JSON to MPSGRAPH_OPDB_COUNTS.<worker>
 COUNTS: dict[str, int] = {}
 
 
@@ -45,6 +45,7 @@ def _write_counts():
     yield
     path = os.environ.get("MPSGRAPH_OPDB_COUNTS")
     if path:
+        path += "." + os.environ.get("PYTEST_XDIST_WORKER", "main")  # one file per worker
         with open(path, "w") as f:
             json.dump(COUNTS, f, indent=1, sort_keys=True)
 
