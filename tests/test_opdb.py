@@ -14,7 +14,9 @@
 - test_nan_propagation: a NaN in a floating input gives NaN exactly where the reference does;
 - test_errors: each error input raises the GraphError expected, naming op and argument.
 
-MPSGRAPH_OPDB_SAMPLES sets the samples per op and dtype (4 by default).
+MPSGRAPH_OPDB_SAMPLES sets the samples per op and dtype (4 by default), MPSGRAPH_OPDB_FAMILIES
+(comma-separated entry modules: shape,source) restricts the entries, MPSGRAPH_OPDB_COUNTS=path
+writes the examples checked per family and device to path.<xdist worker or "main">.
 """
 
 from __future__ import annotations
@@ -31,13 +33,19 @@ from helpers import DEVICES
 from mpsgraph.ops._registry import OPS
 from opdb import DT, OPDB, SOURCE_ONLY, OpInfo, Sample, f64
 
-INFOS = sorted(OPDB.values(), key=lambda i: i.name)
-# examples checked, per (family, device): written as JSON to MPSGRAPH_OPDB_COUNTS.<worker>
-COUNTS: dict[str, int] = {}
-
 
 def _family(info: OpInfo) -> str:
     return info.build.__module__.rsplit(".", 1)[-1]
+
+
+# MPSGRAPH_OPDB_FAMILIES=shape,source: only those families' entries (a deep run of a few)
+_ONLY = {f for f in os.environ.get("MPSGRAPH_OPDB_FAMILIES", "").split(",") if f}
+INFOS = sorted((i for i in OPDB.values() if not _ONLY or _family(i) in _ONLY),
+               key=lambda i: i.name)
+IDS = [i.name for i in INFOS]
+CPU_BACKENDS = ("cpu", "torch-cpu")
+# examples checked, per (family, device): written as JSON to MPSGRAPH_OPDB_COUNTS.<worker>
+COUNTS: dict[str, int] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,8 +61,6 @@ def _write_counts():
 def _count(info: OpInfo, device: str) -> None:
     key = f"{_family(info)}/{device}"
     COUNTS[key] = COUNTS.get(key, 0) + 1
-IDS = [i.name for i in INFOS]
-CPU_BACKENDS = ("cpu", "torch-cpu")
 
 
 def _rng(*key) -> np.random.Generator:
