@@ -255,3 +255,206 @@ add(OpInfo("reductionMaximum", build=_build_err("reductionMaximum"), ref=_ref_ex
 add(OpInfo("reductionMinimum", build=_build_err("reductionMinimum"), ref=_ref_extremum(min),
            samples=_samples("min"), dtypes=NUMERIC, differentiable=(0,),
            torch_ref=_torch_amin, errors=_errors(False)))
+
+
+# ---------------------------------------------------------------------------- issue 15 rows
+# reductionProduct, the NaN-propagating extrema, the arg reductions and the truth folds
+# (docs/semantics.md, "Reduction and cumulative decisions (issue 15)"). References loop over
+# the slices in Python (exact integers, float64), never calling mpsgraph.
+def _slices(x, ax):
+    """(the kept shape, the slices as lists: the reduced axes moved last and flattened)."""
+    keep = [i for i in range(x.ndim) if i not in ax]
+    moved = np.transpose(x, keep + list(ax)).reshape(
+        [x.shape[i] for i in keep] + [int(np.prod([x.shape[i] for i in ax]))])
+    return moved
+
+
+def _ref_product(x, **kw):
+    ax = _axes(x, **kw)
+    if is_float(x):
+        with np.errstate(all="ignore"):
+            return np.prod(f64(x), axis=ax, keepdims=True)
+    moved = _slices(x.astype(object), ax)
+    out = np.empty(moved.shape[:-1], object)
+    for idx in np.ndindex(*moved.shape[:-1]):
+        p = 1
+        for v in moved[idx]:
+            p *= int(v)
+        out[idx] = p
+    return _wrap_int(out.reshape(_kept(x, ax)), x.dtype)
+
+
+def _ref_extremum_nan(pick):
+    def ref(x, **kw):
+        ax = _axes(x, **kw)
+        flt = is_float(x)
+        moved = _slices(f64(x) if flt else x.astype(object), ax)
+        if pick is max:
+            ident = -np.inf if flt else int(np.iinfo(x.dtype).min)
+        else:
+            ident = np.inf if flt else int(np.iinfo(x.dtype).max)
+        out = np.empty(moved.shape[:-1], object)
+        for idx in np.ndindex(*moved.shape[:-1]):
+            vals = list(moved[idx])
+            if flt and any(np.isnan(v) for v in vals):
+                out[idx] = np.nan
+            else:
+                out[idx] = pick(vals) if vals else ident
+        out = out.reshape(_kept(x, ax))
+        return out.astype(np.float64) if flt else out.astype(x.dtype)
+    return ref
+
+
+def _ref_arg(largest: bool):
+    """The first index of the extremum; a NaN is the extremum (its first occurrence)."""
+    def ref(x, axis, **kw):
+        a = axis % x.ndim
+        flt = is_float(x)
+        moved = np.moveaxis(f64(x) if flt else x.astype(object), a, -1)
+        out = np.zeros(moved.shape[:-1], np.int64)
+        for idx in np.ndindex(*moved.shape[:-1]):
+            vals = list(moved[idx])
+            nans = [i for i, v in enumerate(vals) if flt and np.isnan(v)]
+            if nans:
+                out[idx] = nans[0]
+                continue
+            best = 0
+            for i, v in enumerate(vals):
+                if (v > vals[best]) if largest else (v < vals[best]):
+                    best = i
+            out[idx] = best
+        return np.expand_dims(out, a).astype(np.int32)
+    return ref
+
+
+def _ref_truth(every: bool):
+    def ref(x, **kw):
+        ax = _axes(x, **kw)
+        t = f64(x) != 0  # NaN != 0: true
+        moved = _slices(t, ax)
+        out = np.zeros(moved.shape[:-1], bool)
+        for idx in np.ndindex(*moved.shape[:-1]):
+            vals = [bool(v) for v in moved[idx]]
+            out[idx] = all(vals) if every else any(vals)
+        return out.reshape(_kept(x, ax)).astype(x.dtype)
+    return ref
+
+
+def _torch_prod(x, **kw):
+    ax = _axes(x.detach().numpy(), **kw)
+    out = x
+    for a in ax:
+        out = out.prod(dim=a, keepdim=True)
+    return out
+
+
+def _product_samples(rng, dt):
+    for k in range(n_samples() + 2):
+        shp = shape(rng, hi=4)
+        kw = _axis_kwargs(rng, len(shp), k)
+        if dt in FLOAT:
+            x = arr(rng, shp, dt, -1.6, 1.6)
+            if x.size and k % 2:  # zeros: one, or several, in the slices
+                x.reshape(-1)[rng.integers(0, x.size, size=1 + k % 3)] = 0
+        else:
+            x = _values(rng, shp, dt, distinct=False)
+        yield Sample([x], kw)
+    yield Sample([arr(rng, (2, 0, 3), dt)], {"form": "axes", "axes": [1]}, diff=(),
+                 desc="empty slices: 1")
+
+
+def _nan_extremum_samples(rng, dt):
+    gen = _samples("max")
+    yield from gen(rng, dt)
+    if dt in FLOAT:
+        x = arr(rng, (3, 4), dt, -2, 2)
+        x[0, 1] = np.nan
+        x[2, :] = np.nan
+        yield Sample([x], {"form": "axes", "axes": [1]}, diff=(), desc="one NaN propagates")
+
+
+def _arg_samples(rng, dt):
+    for k in range(n_samples() + 2):
+        r = int(rng.integers(1, 5))
+        shp = list(shape(rng, r))
+        a = int(rng.integers(-r, r))
+        shp[a % r] = max(shp[a % r], 1)
+        if k % 2 and dt not in FLOAT:
+            x = arr(rng, shp, dt, -1, 1)  # many ties
+        elif k % 2:
+            x = (np.round(arr(rng, shp, DT.float32, -2, 2)) / 2).astype(dt.numpy_dtype)
+        else:
+            x = _values(rng, shp, dt, distinct=False)
+        yield Sample([x], {"axis": a if k % 3 else np.int32(a)})
+    x = arr(rng, (3, 5), dt, -1, 1)
+    x[:, 1] = x[:, 3] = np.array(100 if dt not in FLOAT else 2.5).astype(x.dtype)
+    if dt in FLOAT:
+        x[1, 2] = x[1, 4] = np.nan
+        x[2, 0] = -np.inf
+        x[2, 4] = -np.inf
+    yield Sample([x], {"axis": -1}, desc="ties: the first; NaN: the first NaN")
+    yield Sample([x], {"axis": 0}, desc="ties along axis 0")
+    yield Sample([arr(rng, (4, 0), dt)], {"axis": 0}, desc="size-0 other axis")
+
+
+def _truth_samples(rng, dt):
+    for k in range(n_samples() + 2):
+        shp = shape(rng)
+        kw = _axis_kwargs(rng, len(shp), k)
+        if dt == DT.bool:
+            x = rng.random(shp) < (0.85 if k % 2 else 0.15)
+        else:
+            x = arr(rng, shp, dt, -1, 1)
+            if dt in FLOAT:
+                x = np.round(x).astype(x.dtype)
+            if k % 2 and x.size:
+                x = np.where(x == 0, np.ones((), x.dtype), x)
+        yield Sample([np.asarray(x)], kw)
+    if dt in FLOAT:
+        x = np.array([[np.nan, 0], [np.nan, np.nan], [-0.0, 0.0]], dt.numpy_dtype)
+        yield Sample([x], {"form": "axis", "axis": 1}, desc="NaN is true, -0 false")
+    yield Sample([arr(rng, (2, 0), dt)], {"form": "axis", "axis": 1}, desc="empty slices")
+
+
+def _arg_errors(rng):
+    mg = _mg()
+    f = np.ones((2, 3), np.float32)
+    yield ErrorInput(Sample([np.ones((2, 3), bool)], {"axis": 0}), mg.DataTypeError, "tensor")
+    yield ErrorInput(Sample([np.ones((2, 0), np.float32)], {"axis": 1}), mg.ShapeError, "axis",
+                     "size 0")
+    yield ErrorInput(Sample([f], {"axis": 2}), mg.ShapeError, "axis")
+    yield ErrorInput(Sample([f], {"axis": -3}), mg.ShapeError, "axis")
+    yield ErrorInput(Sample([np.ones((), np.float32)], {"axis": 0}), mg.ShapeError, "axis")
+    yield ErrorInput(Sample([f], {"axis": 1.0}), mg.GraphError, "axis")
+    yield ErrorInput(Sample([f], {"axis": None}), mg.GraphError, "axis")
+
+
+def _build_arg(name):
+    def build(g, x, axis):
+        return getattr(g, name)(x, axis=axis)
+    return build
+
+
+def _truth_errors(rng):
+    for e in _errors(False)(rng):
+        if e.cls.__name__ != "DataTypeError":  # bool is accepted
+            yield e
+
+
+add(OpInfo("reductionProduct", build=_build_err("reductionProduct"), ref=_ref_product,
+           samples=_product_samples, dtypes=NUMERIC, differentiable=(0,),
+           torch_ref=_torch_prod, errors=_errors(False)))
+add(OpInfo("reductionMaximumPropagateNaN", build=_build_err("reductionMaximumPropagateNaN"),
+           ref=_ref_extremum_nan(max), samples=_nan_extremum_samples, dtypes=NUMERIC,
+           differentiable=(0,), torch_ref=_torch_amax, errors=_errors(False)))
+add(OpInfo("reductionMinimumPropagateNaN", build=_build_err("reductionMinimumPropagateNaN"),
+           ref=_ref_extremum_nan(min), samples=_nan_extremum_samples, dtypes=NUMERIC,
+           differentiable=(0,), torch_ref=_torch_amin, errors=_errors(False)))
+add(OpInfo("reductionArgMaximum", build=_build_arg("reductionArgMaximum"), ref=_ref_arg(True),
+           samples=_arg_samples, dtypes=NUMERIC, errors=_arg_errors))
+add(OpInfo("reductionArgMinimum", build=_build_arg("reductionArgMinimum"),
+           ref=_ref_arg(False), samples=_arg_samples, dtypes=NUMERIC, errors=_arg_errors))
+add(OpInfo("reductionAnd", build=_build_err("reductionAnd"), ref=_ref_truth(True),
+           samples=_truth_samples, dtypes=NUMERIC + (DT.bool,), errors=_truth_errors))
+add(OpInfo("reductionOr", build=_build_err("reductionOr"), ref=_ref_truth(False),
+           samples=_truth_samples, dtypes=NUMERIC + (DT.bool,), errors=_truth_errors))
