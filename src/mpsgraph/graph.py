@@ -14,6 +14,7 @@ from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
 from .ops.convolution import ConvolutionOps
+from .ops.cumulative import CumulativeOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
@@ -204,7 +205,7 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, AutodiffOps):
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
