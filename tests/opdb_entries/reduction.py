@@ -1,5 +1,6 @@
 """Entries of the reduction family (ops/reduction.py): reductionSum, reductionMaximum,
-reductionMinimum, reductionMean.
+reductionMinimum, reductionMean; and (issue 15, at the end) reductionProduct, the
+...PropagateNaN extrema, reductionArgMaximum / reductionArgMinimum, reductionAnd / reductionOr.
 
 References (float64 NumPy, from the op module's docstring and docs/semantics.md): the result
 KEEPS the rank, every reduced axis of size 1; `axis=` an int or `axes=` a list (negative axes

@@ -1,6 +1,12 @@
-"""The reduction family (Apple's MPSGraphReductionOps.h): reductionSum, reductionMaximum,
-reductionMinimum, and the mean (Apple's `mean(of:axes:)`, which lives in
-MPSGraphNormalizationOps.h; also spelled `reductionMean` here).
+"""The reduction family (Apple's MPSGraphReductionOps.h) as ONE TABLE (`ROWS`, one row per
+op: Swift name, accepted dataTypes, result dataType rule, NumPy helper, torch helper, gradient
+rule, doc), from which this module generates the Graph methods and OpDefs and both backends
+their kernels: reductionSum, reductionProduct, reductionMaximum, reductionMinimum, their
+...PropagateNaN variants, reductionArgMaximum / reductionArgMinimum (one `axis=`, int32
+result), reductionAnd / reductionOr, and the mean (Apple's `mean(of:axes:)`, which lives in
+MPSGraphNormalizationOps.h; also spelled `reductionMean` here). `grep -n "'reductionProduct'"
+src` finds its row. The decisions of issue 15 (empty slices, ties, NaN, wrapping) are in
+docs/semantics.md, "Reduction and cumulative decisions (issue 15)".
 
 Shapes: `tensor` [d0, ..., dn-1] reduced over `axes` -> the SAME RANK, with every reduced axis
 of size 1 (MPSGraph reductions keep the reduced dimensions). Evidence: PyTorch's MPS backend
