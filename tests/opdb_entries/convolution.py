@@ -161,9 +161,11 @@ def _weights_grad_ref(dy, x, *rest, desc, shape, **_):
 # the gradient ops as autograd of it with create_graph, so that their own gradient rules are
 # checked against torch autograd too)
 def _t_canon(x, layout, weights=False):
+    # contiguous: torch's float64 CPU convolution backward ("slow_conv2d") refuses a
+    # non-contiguous weight gradient
     if weights:
-        return x.permute(3, 2, 0, 1) if layout == L.HWIO else x
-    return x.permute(0, 3, 1, 2) if layout == L.NHWC else x
+        return (x.permute(3, 2, 0, 1) if layout == L.HWIO else x).contiguous()
+    return (x.permute(0, 3, 1, 2) if layout == L.NHWC else x).contiguous()
 
 
 def _t_user(y, layout, weights=False):
