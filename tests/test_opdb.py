@@ -175,7 +175,9 @@ def _directional(info: OpInfo, s: Sample, diff, us, vs, eps=1e-6) -> float:
         xs = [f64(a) + t * vs[diff.index(i)] if i in diff else a
               for i, a in enumerate(s.inputs)]
         outs = _as_list(info.ref(*xs, **s.kwargs))
-        return sum(float(np.sum(np.asarray(outs[k], np.float64) * u)) for k, u in us.items())
+        with np.errstate(invalid="ignore"):  # (weight 0: outputs that are not finite)
+            return sum(float(np.sum(np.where(u == 0, 0.0, np.asarray(outs[k], np.float64) * u)))
+                       for k, u in us.items())
 
     return (F(eps) - F(-eps)) / (2 * eps)
 
@@ -194,11 +196,19 @@ def test_gradient(info: OpInfo, device: str):
         us = {k: rng.standard_normal(outs[k].shape).astype(outs[k].dataType.numpy_dtype)
               .astype(np.float64) for k in _float_outputs(outs)}  # exact in the output dtype
         want = _as_list(info.ref(*s.inputs, **s.kwargs))
-        for k, u in us.items():  # no weight on outputs the reference says are not finite
-            u[~np.isfinite(np.asarray(want[k], np.float64))] = 0.0
-        terms = [g.reductionSum(g.cast(g.multiplication(  # u in the output's own dtype
-            outs[k], g.constant(u, dataType=outs[k].dataType)), mg.float32))
-            for k, u in us.items()]
+        terms = []
+        for k, u in us.items():
+            # u in the output's own dtype; outputs the reference says are not finite (an
+            # exclusive cumulative maximum's -inf, the max of an empty slice) are selected
+            # away, not weighted by 0 (inf * 0 is NaN)
+            finite = np.isfinite(np.asarray(want[k], np.float64))
+            u[~finite] = 0.0
+            y = outs[k]
+            if not finite.all():
+                y = g.select(g.constant(finite, dataType=mg.bool), y,
+                             g.constant(0.0, dataType=y.dataType))
+            terms.append(g.reductionSum(g.cast(g.multiplication(
+                y, g.constant(u, dataType=y.dataType)), mg.float32)))
         loss = terms[0]
         for t in terms[1:]:
             loss = g.addition(loss, t)
