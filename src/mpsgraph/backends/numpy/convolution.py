@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import canonical, is_canonical, kernel
+from . import is_canonical, kernel
 
 _F32 = np.dtype(np.float32)
 
