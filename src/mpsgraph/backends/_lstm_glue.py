@@ -71,12 +71,14 @@ def _state(xp: ArrayOps, a: Any, n: int, dh: int) -> Any:
     return xp.broadcast(a, (n, dh))
 
 
-def _unbroadcast(xp: ArrayOps, g: Any, shape: tuple[int, ...]) -> Any:
-    """Sum an [N, D*H] gradient back to the state-shaped input's own shape."""
+def _unbroadcast(xp: ArrayOps, g: Any, shape: tuple[int, ...], dt: Any) -> Any:
+    """Sum an [N, D*H] gradient back to the state-shaped input's own shape, in dtype `dt`
+    (the backward returns it unrounded, float32 for the half types: summed, then rounded
+    once)."""
     core = list(shape)
     while len(core) > 2 and core[0] == 1:
         core = core[1:]
-    g, dt = xp.widen(g)  # half types are summed in float32 and rounded once
+    g = xp.widen(g)[0]
     lead = xp.ndim(g) - len(core)
     if lead:
         g = xp.sum(g, tuple(range(lead)), False)
@@ -130,7 +132,8 @@ def lstm_gradients_kernel(xp: ArrayOps, backward: Callable[..., Any]) -> Callabl
                 dcf = _state(xp, dcell, a.N, a.D * a.H)
         g = backward(x, R, dstate, zstate, cell, W, b, h0, c0, mask, peephole, dhf, dcf, dcs,
                      need_b=b is not None, need_peephole=peephole is not None,
-                     need_h0=h0 is not None, need_c0=c0 is not None, **_options(a))
+                     need_h0=h0 is not None, need_c0=c0 is not None,
+                     wide=("initState", "initCell"), **_options(a))
         out = []
         for name in a.outputs:
             v = g[name]
@@ -139,7 +142,7 @@ def lstm_gradients_kernel(xp: ArrayOps, backward: Callable[..., Any]) -> Callabl
             elif name == "bias":
                 v = v.reshape(1, 1, -1)
             elif name in ("initState", "initCell"):
-                v = _unbroadcast(xp, v, a.shape_of(name))
+                v = _unbroadcast(xp, v, a.shape_of(name), x.dtype)
             out.append(xp.contiguous(v))
         return out[0] if len(out) == 1 else tuple(out)
 

@@ -298,12 +298,22 @@ def _grad_convolution2D(g: Graph, op: Operation, dys):
     }
 
 
+def _shaped_like(g: Graph, t: Tensor, like: Tensor) -> Tensor:
+    """`t` with the static build-time shape of `like` when its own is less known (a fed
+    outputShape leaves -1s in the gradient op's result, hence in G and in a forward
+    convolution of G, whose run-time shape is like's: the reshape changes no value)."""
+    if (like.shape is not None and all(s >= 0 for s in like.shape)
+            and t.shape != like.shape):
+        return g.reshape(t, shape=like.shape)
+    return t
+
+
 def _grad_convolution2DDataGradient(g: Graph, op: Operation, dys):
     G = dys[0]
     dy, w = op.input("incomingGradient"), op.input("weights")
     d = op.attrs.descriptor
     return {
-        "incomingGradient": g.convolution2D(G, w, d),
+        "incomingGradient": _shaped_like(g, g.convolution2D(G, w, d), dy),
         "weights": g.convolution2DWeightsGradient(dy, G, _static_shape(op.kind, w), d),
     }
 
@@ -313,7 +323,7 @@ def _grad_convolution2DWeightsGradient(g: Graph, op: Operation, dys):
     dy, x = op.input("incomingGradient"), op.input("source")
     d = op.attrs.descriptor
     return {
-        "incomingGradient": g.convolution2D(x, G, d),
+        "incomingGradient": _shaped_like(g, g.convolution2D(x, G, d), dy),
         "source": g.convolution2DDataGradient(dy, G, _static_shape(op.kind, x), d),
     }
 

@@ -87,8 +87,10 @@ class _RNNOpAttrs:
 
 
 def _drop_leading_ones(shape: list[int]) -> list[int]:
+    """The shape without its leading size-1 axes beyond rank 2; an unknown (-1) leading size
+    may be 1, so it is dropped too (the concrete shape is checked when it is known)."""
     s = list(shape)
-    while len(s) > 2 and s[0] == 1:
+    while len(s) > 2 and s[0] in (1, UNKNOWN):
         s = s[1:]
     return s
 
@@ -112,7 +114,7 @@ class _LSTMShapes:
         rw = ctx.type_of("recurrentWeight").shape
         want_rank = 3 if d.bidirectional else 2
         form = "[2, 4H, H] (bidirectional)" if d.bidirectional else "[4H, H]"
-        if rw is None or len(rw) != want_rank or (d.bidirectional and rw[0] not in (2,)):
+        if rw is None or len(rw) != want_rank or (d.bidirectional and rw[0] not in (2, UNKNOWN)):
             raise ctx.error(ShapeError, "recurrentWeight", f"a tensor of shape {form}", rw)
         H = rw[-1]
         if not known(H):
@@ -153,7 +155,9 @@ class _LSTMShapes:
         p = ctx.type_of("peephole")
         if p is not None:
             ok = [[4 * H]] if D == 1 else [[2, 4 * H], [8 * H]]
-            if p.shape is not None and [s for s in p.shape] not in ok:
+            if p.shape is not None and not any(  # (an unknown size matches, until known)
+                    len(p.shape) == len(f) and all(a in (b, UNKNOWN) for a, b in zip(p.shape, f))
+                    for f in ok):
                 raise ctx.error(ShapeError, "peephole", " or ".join(map(str, ok)), p.shape)
 
     @property
@@ -178,9 +182,15 @@ class _LSTMShapes:
         s = t.shape
         if s is None:
             raise self.ctx.error(ShapeError, arg, "a ranked tensor", "unranked")
-        if len(s) == 3 and s[0] != 1 and (not known(s[0], self.T) or s[0] == self.T):
-            want = self.seq_shape
-            if any(known(a, b) and a != b for a, b in zip(s[1:], want[1:])):
+        want = self.seq_shape
+        seq_ok = not any(known(a, b) and a != b for a, b in zip(s[1:], want[1:]))
+        if len(s) == 3 and s[0] == UNKNOWN:
+            # either form, once the size is known: an error only if neither can fit (the
+            # form is decided on the concrete shape, when the op's attributes are resolved)
+            if seq_ok or _broadcastable(_drop_leading_ones(s), self.state_shape):
+                return True
+        elif len(s) == 3 and s[0] != 1 and (not known(s[0], self.T) or s[0] == self.T):
+            if not seq_ok:
                 raise self.ctx.error(ShapeError, arg, f"exactly [T, N, D*H] = {want} or a "
                                      "state-shaped tensor", s)
             return True
@@ -249,9 +259,16 @@ def _infer_LSTMGradients(ctx: InferContext):
 
 def _grad_LSTM(g: Graph, op: Operation, dys):
     """Re-run the forward in training mode when needed (so zState exists), then LSTMGradients
-    with sourceGradient = dL/dstate and cellGradient = dL/dcell per step (SPEC 1.10). No
-    gradient flows back through the zState output."""
+    with sourceGradient = dL/dstate and cellGradient = dL/dcell per step (SPEC 1.10), and
+    the mask's gradient from its own LSTMGradients (`_mask_gradient`). LSTMGradients has no
+    input for a gradient of zState, so a loss that reads zState is refused (UnsupportedError)
+    rather than differentiated as if it did not."""
     d: LSTMDescriptor = op.attrs.descriptor
+    if len(dys) > 2 and dys[2] is not None:
+        raise UnsupportedError(f"LSTM gradient ({op.name or op.id}): the primary tensor depends "
+                               "on the zState output (output 2), and no gradient can flow "
+                               "through zState (LSTMGradients has no input for it); "
+                               "differentiate a loss of state and cell only")
     ins = {n: op.input(n) for n in _FWD_INPUTS}
     if d.training:
         state, cell, z = op.outputTensors
@@ -274,7 +291,65 @@ def _grad_LSTM(g: Graph, op: Operation, dys):
     out = dict(zip(given, grads))
     if "bias" in out:  # LSTMGradients returns [1, 1, D*4H]; the bias input is [D*4H]
         out["bias"] = g.reshape(out["bias"], shape=ins["bias"].shape)
+    if ins["mask"] is not None:
+        out["mask"] = _mask_gradient(g, d, ins, state, cell, z, dstate, dcell)
     return out
+
+
+def _mask_gradient(g: Graph, d: LSTMDescriptor, ins, state, cell, z, dstate, dcell) -> Tensor:
+    """dL/dmask, which LSTMGradients does not return (Apple's op has no such output). The
+    mask enters only through (h_prev * m[t]) @ R^T in a[t], so per direction
+    dL/dm[t] = (dA[t] @ R) * h_prev[t], with dA = dL/da of every step and h_prev the unmasked
+    previous state (initState, or zeros, at the first processed step). dA is the source
+    gradient of LSTMGradients called without inputWeight and bias (whose source values it
+    does not read, so zState stands in for them). A state-shaped mask sums that over the steps
+    and its broadcast axes. The ops built here run only when the mask's gradient is asked
+    for."""
+    mask = ins["mask"]
+    for t in (mask, state):
+        if t.shape is None or any(s < 0 for s in t.shape):
+            raise UnsupportedError("LSTM gradient with respect to mask: needs static shapes")
+    T, N, DH = state.shape
+    D = 2 if d.bidirectional else 1
+    H = DH // D
+    dt = mask.dataType
+    if T == 0 or N == 0 or H == 0:
+        return g.constant(0.0, mask.shape, dt)
+    opt = {k: ins[k] for k in ("initState", "initCell", "mask", "peephole")}
+    dA = g.LSTMGradients(z, ins["recurrentWeight"], dstate, z, cell, cellGradient=dcell,
+                         descriptor=d, **opt)[0]                              # [T, N, D*4H]
+    h0 = ins["initState"]
+    if h0 is not None:  # state-shaped -> [N, D*H]
+        core = _drop_leading_ones(h0.shape)
+        h0 = g.broadcast(g.reshape(h0, shape=core), [N, DH])
+    parts = []
+    for k in range(D):
+        R = ins["recurrentWeight"]
+        if D == 2:
+            R = g.reshape(g.sliceTensor(R, dimension=0, start=k, length=1), shape=[4 * H, H])
+        dAR = g.matrixMultiplication(
+            g.sliceTensor(dA, dimension=2, start=4 * H * k, length=4 * H), R)   # [T, N, H]
+        h = g.sliceTensor(state, dimension=2, start=H * k, length=H)
+        first = (g.constant(0.0, [1, N, H], dt) if h0 is None else g.reshape(
+            g.sliceTensor(h0, dimension=1, start=H * k, length=H), shape=[1, N, H]))
+        if (k == 1) if d.bidirectional else d.reverse:  # h_prev[t] = h[t + 1]
+            hp = g.concatTensors([g.sliceTensor(h, dimension=0, start=1, length=T - 1), first],
+                                 0)
+        else:                                           # h_prev[t] = h[t - 1]
+            hp = g.concatTensors([first, g.sliceTensor(h, dimension=0, start=0, length=T - 1)],
+                                 0)
+        parts.append(g.multiplication(dAR, hp))
+    dm = parts[0] if D == 1 else g.concatTensors(parts, 2)                  # [T, N, D*H]
+    s = list(mask.shape)
+    if len(s) == 3 and s[0] != 1:  # the per-step form [T, N, D*H]
+        return dm
+    dm = g.reshape(g.reductionSum(dm, axes=[0]), shape=[N, DH])
+    core = _drop_leading_ones(s)
+    core2 = [1] * (2 - len(core)) + core
+    axes = [i for i in (0, 1) if core2[i] == 1 and (N, DH)[i] != 1]
+    if axes:
+        dm = g.reductionSum(dm, axes=axes)
+    return g.reshape(dm, shape=s)
 
 
 register_op("LSTM", _infer_LSTM, _grad_LSTM)

@@ -328,11 +328,13 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
                   peephole=None, dh_final=None, dc_final=None, dcell_seq=None, *,
                   reverse: bool, bidirectional: bool, forget_gate_last: bool,
                   activations: tuple[int, int, int, int, int],
-                  need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool
-                  ) -> dict[str, np.ndarray | None]:
+                  need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool,
+                  wide: tuple[str, ...] = ()) -> dict[str, np.ndarray | None]:
     """LSTMGradients (SPEC 3.7). Returns {'source', 'recurrentWeight', 'inputWeight', 'bias',
     'peephole', 'initState', 'initCell'}; inputWeight is None without W, the others None unless
-    asked for. `b` is not read (zState already holds the gates)."""
+    asked for. `b` is not read (zState already holds the gates). The gradients named in `wide`
+    stay in the compute dtype (float32 for the half types), for a caller that reduces them
+    before rounding once (the graph kernel: a broadcast initState / initCell)."""
     del b
     in_dtype = np.dtype(x.dtype)
     dt = _compute_dtype(in_dtype)
@@ -378,7 +380,8 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
            "peephole": None if dp is None else dp.reshape(D, G),
            "initState": dh0 if need_h0 else None, "initCell": dc0 if need_c0 else None}
     if dt != in_dtype:
-        out = {k: None if v is None else v.astype(in_dtype) for k, v in out.items()}
+        out = {k: v if v is None or k in wide else v.astype(in_dtype)
+               for k, v in out.items()}
     return out
 
 
@@ -477,7 +480,7 @@ _XP = ArrayOps(
     sum=lambda a, axes, keep: a.sum(axis=axes, keepdims=keep),
     widen=lambda a: (a.astype(np.float32) if a.dtype.itemsize < 4 else a, a.dtype),
     narrow=lambda a, dt: a.astype(dt, copy=False),
-    contiguous=np.ascontiguousarray,
+    contiguous=lambda a: np.asarray(a, order="C"),  # (ascontiguousarray makes 0-d 1-d)
 )
 
 LSTM = kernel("LSTM")(lstm_kernel(_XP, lstm_forward))

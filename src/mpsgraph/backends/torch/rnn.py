@@ -285,10 +285,12 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
                   peephole=None, dh_final=None, dc_final=None, dcell_seq=None, *,
                   reverse: bool, bidirectional: bool, forget_gate_last: bool,
                   activations: tuple[int, int, int, int, int],
-                  need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool):
+                  need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool,
+                  wide: tuple[str, ...] = ()):
     """LSTMGradients. Returns {'source', 'recurrentWeight', 'inputWeight', 'bias', 'peephole',
     'initState', 'initCell'}; inputWeight is None without W, the others None unless asked
-    for. `b` is not read (zState already holds the gates)."""
+    for. `b` is not read (zState already holds the gates). The gradients named in `wide`
+    stay in float32 for the half types (the caller reduces them, then rounds once)."""
     del b
     if _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
                         2 if bidirectional else 1, backward=True) is not None:
@@ -296,7 +298,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
             x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
             dcell_seq, reverse=reverse, bidirectional=bidirectional,
             forget_gate_last=forget_gate_last, activations=activations, need_b=need_b,
-            need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0)
+            need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0, wide=wide)
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
     (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
@@ -386,7 +388,7 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
     out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
                      need_c0=need_c0)
     if dt != in_dtype:
-        out = {k: None if v is None else v.to(in_dtype) for k, v in out.items()}
+        out = {k: v if v is None or k in wide else v.to(in_dtype) for k, v in out.items()}
     return out
 
 
@@ -427,7 +429,8 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
 def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final,
                          dc_final, dcell_seq, *, reverse: bool, bidirectional: bool,
                          forget_gate_last: bool, activations: tuple[int, int, int, int, int],
-                         need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool):
+                         need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool,
+                         wide: tuple[str, ...] = ()):
     """lstm_backward through the persistent recurrence kernel, which writes dA (in the input
     dtype), dh0 and dc0 (float32); then the weight gradients are one GEMM each over all steps,
     in the input dtype (fp32 accumulation): dR[d] = dA_d^T @ (h_prev * m) with h_prev of every
@@ -470,7 +473,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
         dR[d] = dAd.reshape(T * N, G).t() @ hpd.reshape(T * N, H)
     out = _gradients(dA, x, W, dR, dp, dh0, dc0, need_b=need_b, need_h0=need_h0,
                      need_c0=need_c0, db_dtype=f32)
-    return {k: None if v is None else v.to(dt) for k, v in out.items()}
+    return {k: v if v is None or k in wide else v.to(dt) for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------------------------
