@@ -71,6 +71,7 @@ class Sample:
     kwargs: dict[str, Any] = field(default_factory=dict)
     diff: tuple[int, ...] | None = None  # differentiable inputs; None: the entry's
     desc: str = ""
+    nan_inputs: tuple[int, ...] | None = None  # inputs the NaN test poisons; None: the entry's
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{list(a.shape)}:{a.dtype}" for a in self.inputs)

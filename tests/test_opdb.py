@@ -382,9 +382,9 @@ def test_executable_rerun(info: OpInfo, device: str):
 def test_nan_propagation(info: OpInfo, device: str):
     rng = _rng(info.name, "nan")
     for s in _samples(info, DT.float32, "nan"):
+        poison = s.nan_inputs if s.nan_inputs is not None else info.nan_inputs
         for i, a in enumerate(s.inputs):
-            if a.dtype != np.float32 or a.size == 0 or (
-                    info.nan_inputs is not None and i not in info.nan_inputs):
+            if a.dtype != np.float32 or a.size == 0 or (poison is not None and i not in poison):
                 continue
             bad = np.array(a)
             bad.reshape(-1)[int(rng.integers(a.size))] = np.nan

@@ -324,9 +324,14 @@ def _lstm_samples(rng, dt):
             diff = ()
         else:
             diff = tuple(i for i, nm in enumerate(all_names) if nm != "mask")
+        # a NaN recurrent weight (peephole) meets an ABSENT initState (initCell), an implicit
+        # zero, at the first step: unspecified (docs/semantics.md, "NaN and implicit zeros")
+        implicit = {"recurrentWeight": "initState", "peephole": "initCell"}
+        poison = tuple(i for i, nm in enumerate(all_names)
+                       if nm not in implicit or implicit[nm] in names)
         yield Sample([x, R, *[opt[nm] for nm in names]],
                      {"desc": d, "names": tuple(names), "take": take}, diff=diff,
-                     desc=f"T,N,I,H,D={dims} " + ",".join(names))
+                     desc=f"T,N,I,H,D={dims} " + ",".join(names), nan_inputs=poison)
 
 
 # ---------------------------------------------------------------------------- LSTMGradients
