@@ -580,10 +580,104 @@ def ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
         yield bwd
 
 
+def _exact_table():
+    """(family, op, build(g, *tensors), NumPy reference, inputs maker(rng)): the ops without a
+    gradient (comparisons, logical, bitwise, classification, arg and truth reductions), whose
+    results must equal NumPy's exactly, on inputs with ties, NaN, infinities and -0."""
+    def floats(rng):
+        a = rng.standard_normal((3, 4)).astype(np.float32)
+        a.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
+        b = a.copy()
+        b.reshape(-1)[4:8] = rng.standard_normal(4)  # ties elsewhere
+        return [a, b]
+
+    def ints(rng):
+        return [rng.integers(-100, 100, (3, 4)).astype(np.int32),
+                rng.integers(0, 40, (3, 4)).astype(np.int32)]
+
+    def shift(fn):
+        def ref(a, b):
+            out = fn(a.astype(np.int64), b.astype(np.int64))
+            return np.where(b >= 32, np.where((a < 0) & (fn is np.right_shift), -1, 0),
+                            out).astype(np.int32)
+        return ref
+
+    cmp_ = [("equal", np.equal), ("notEqual", np.not_equal), ("greaterThan", np.greater),
+            ("greaterThanOrEqualTo", np.greater_equal), ("lessThan", np.less),
+            ("lessThanOrEqualTo", np.less_equal)]
+    logic = [("logicalAND", np.logical_and), ("logicalOR", np.logical_or),
+             ("logicalXOR", np.logical_xor),
+             ("logicalNAND", lambda a, b: ~np.logical_and(a, b)),
+             ("logicalNOR", lambda a, b: ~np.logical_or(a, b)),
+             ("logicalXNOR", lambda a, b: ~np.logical_xor(a, b))]
+    bits = [("bitwiseAND", np.bitwise_and), ("bitwiseOR", np.bitwise_or),
+            ("bitwiseXOR", np.bitwise_xor), ("bitwiseLeftShift", shift(np.left_shift)),
+            ("bitwiseRightShift", shift(np.right_shift))]
+    out = []
+    for name, ref in cmp_ + logic:
+        out.append(("arithmetic: comparisons, logical (exact)", name,
+                    (lambda n: lambda g, a, b: getattr(g, n)(a, b))(name), ref, floats))
+    for name, ref in bits:
+        out.append(("arithmetic: bitwise (exact)", name,
+                    (lambda n: lambda g, a, b: getattr(g, n)(a, b))(name), ref, ints))
+    out += [
+        ("arithmetic: bitwise (exact)", "bitwiseNOT", lambda g, a, b: g.bitwiseNOT(a),
+         lambda a, b: np.invert(a), ints),
+        ("arithmetic: bitwise (exact)", "bitwisePopulationCount",
+         lambda g, a, b: g.bitwisePopulationCount(a),
+         lambda a, b: np.array([bin(v & 0xFFFFFFFF).count("1") for v in a.reshape(-1).tolist()],
+                               np.int32).reshape(a.shape), ints),
+        ("arithmetic: classification (exact)", "isNaN", lambda g, a, b: g.isNaN(a),
+         lambda a, b: np.isnan(a), floats),
+        ("arithmetic: classification (exact)", "isInfinite", lambda g, a, b: g.isInfinite(a),
+         lambda a, b: np.isinf(a), floats),
+        ("arithmetic: classification (exact)", "isFinite", lambda g, a, b: g.isFinite(a),
+         lambda a, b: np.isfinite(a), floats),
+        ("arithmetic: classification (exact)", "signbit", lambda g, a, b: g.signbit(a),
+         lambda a, b: np.signbit(a), floats),
+        ("arithmetic: classification (exact)", "not", lambda g, a, b: g.not_(a),
+         lambda a, b: a == 0, floats),
+        ("reduction: arg, truth (exact)", "reductionArgMaximum",
+         lambda g, a, b: g.reductionArgMaximum(b, axis=1),
+         lambda a, b: np.argmax(np.where(np.isnan(b), np.inf, b), axis=1)[:, None], floats),
+        ("reduction: arg, truth (exact)", "reductionArgMinimum",
+         lambda g, a, b: g.reductionArgMinimum(a, axis=0),
+         lambda a, b: np.argmin(np.where(np.isnan(a), -np.inf, a), axis=0)[None], floats),
+        ("reduction: arg, truth (exact)", "reductionAnd",
+         lambda g, a, b: g.reductionAnd(a, axis=1),
+         lambda a, b: np.all(a != 0, axis=1, keepdims=True), ints),
+        ("reduction: arg, truth (exact)", "reductionOr",
+         lambda g, a, b: g.reductionOr(b, axes=[0, 1]),
+         lambda a, b: np.any(b != 0, keepdims=True), ints),
+    ]
+    return out
+
+
+def exact_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """The ops without a gradient: results equal to NumPy's, exactly (0 mismatches)."""
+    rows: dict[str, Row] = {}
+    for fam, op, build, ref, make in _exact_table():
+        if fam not in rows:
+            names = [o for f, o, *_ in _exact_table() if f == fam]
+            rows[fam] = Row(fam, "exact: " + ", ".join(names), tol=0.0)
+        args = make(rng)
+        g = Graph()
+        ph = [g.placeholder(list(a.shape), DataType.from_numpy(a.dtype)) for a in args]
+        y = build(g, *ph)
+        got = g.run(dict(zip(ph, args)), [y], device=device)[y].numpy()
+        want = np.asarray(ref(*args))
+        same = got.shape == want.shape and bool(np.all(
+            got.astype(np.float64) == want.astype(np.float64)))
+        rows[fam].add(0.0 if same else float(np.sum(got != want) if got.shape == want.shape
+                                             else np.inf), op)
+    yield from rows.values()
+
+
 SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
     "convolution": conv_sweep,
     "lstm": lstm_sweep,
     "ops": ops_sweep,
+    "exact": exact_sweep,
 }
 
 
