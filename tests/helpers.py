@@ -97,14 +97,22 @@ def triton_kernels(*names: str) -> list:
 
 
 def _devices() -> list:
-    """Every device present: cpu always, torch-cpu with torch, cuda (marked gpu) with torch."""
+    """Every device present: cpu always, torch-cpu with torch, cuda (marked gpu) with torch;
+    MPSGRAPH_TEST_DEVICES=cpu,cuda (a comma-separated list) keeps only those."""
+    import os
+
     out = [pytest.param("cpu", id="cpu")]
     try:
         import torch  # noqa: F401
     except ImportError:
-        return out
-    out.append(pytest.param("torch-cpu", id="torch-cpu"))
-    out.append(pytest.param("cuda", id="cuda", marks=pytest.mark.gpu))
+        pass
+    else:
+        out.append(pytest.param("torch-cpu", id="torch-cpu"))
+        out.append(pytest.param("cuda", id="cuda", marks=pytest.mark.gpu))
+    only = os.environ.get("MPSGRAPH_TEST_DEVICES")
+    if only is not None:
+        keep = {d.strip() for d in only.split(",") if d.strip()}
+        out = [p for p in out if p.values[0] in keep]
     return out
 
 
