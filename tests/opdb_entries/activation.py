@@ -26,12 +26,7 @@ import numpy as np
 from opdb import FLOAT, ErrorInput, OpInfo, Sample, add, arr, f64, n_samples, shape
 
 from ._common import broadcast_shapes
-
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
+from ._common import mg_module as _mg
 
 
 def _torch():

@@ -43,15 +43,10 @@ from opdb import (
 )
 
 from ._common import broadcast_shapes
+from ._common import mg_module as _mg
 
 C64 = DT.complexFloat32
 FC = FLOAT + (C64,)
-
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
 
 
 # ---------------------------------------------------------------------------- values

@@ -33,13 +33,9 @@ from opdb import (
     shape,
 )
 
+from ._common import mg_module as _mg
+
 FORMS = ("int", "np", "const", "const64", "axisTensor", "fed")
-
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
 
 
 def _build(name):

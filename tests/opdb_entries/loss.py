@@ -39,12 +39,7 @@ from opdb import (
     shape,
 )
 
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
-
+from ._common import mg_module as _mg
 
 R_NONE, R_SUM, R_MEAN = 0, 1, 2  # LossReductionType's raw values (Apple's)
 

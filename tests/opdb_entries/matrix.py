@@ -29,12 +29,7 @@ from opdb import (
 )
 
 from ._common import broadcast_shapes
-
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
+from ._common import mg_module as _mg
 
 
 def _wrap_int(v: np.ndarray, dtype) -> np.ndarray:

@@ -25,11 +25,7 @@ import numpy as np
 
 from opdb import FLOAT, ErrorInput, OpInfo, Sample, add, arr, f64, n_samples, shape
 
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
+from ._common import mg_module as _mg
 
 
 def _operand_shape(rng, vshape):

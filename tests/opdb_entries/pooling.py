@@ -36,29 +36,12 @@ import mpsgraph as mg
 from opdb import DT, FLOAT, ErrorInput, OpInfo, Sample, add, arr, f64, n_samples
 from oracles import conv_f64 as C
 
+from ._common import cycle as _cycle
+from ._common import size as _size
+
 P = mg.PaddingStyle
 L = mg.TensorNamedDataLayout
 STYLES = (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER)
-
-
-def _cycle(rng: np.random.Generator):
-    """pick(k, key, options): options[(k + offset) % len], one random offset per option key,
-    so that n_samples() >= len(options) samples of a dtype see every option."""
-    offsets: dict[str, int] = {}
-
-    def pick(k, key, options):
-        off = offsets.setdefault(key, int(rng.integers(0, 1 << 16)))
-        return options[(k + off) % len(options)]
-    return pick
-
-
-def _size(rng, lo=0, hi=3, p_edge=0.3) -> int:
-    u = rng.random()
-    if u < p_edge / 2 and lo <= 0:
-        return 0
-    if u < p_edge and lo <= 1:
-        return 1
-    return int(rng.integers(max(lo, 2), max(lo, 2, hi) + 1))
 
 
 # ---------------------------------------------------------------------------- geometry

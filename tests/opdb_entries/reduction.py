@@ -36,11 +36,7 @@ from opdb import (
     shape,
 )
 
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
+from ._common import mg_module as _mg
 
 
 def _axes(x: np.ndarray, axis=None, axes=None, form=None) -> tuple[int, ...]:

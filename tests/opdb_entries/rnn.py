@@ -40,6 +40,9 @@ import mpsgraph as mg
 from opdb import DT, FLOAT, ErrorInput, OpInfo, Sample, add, arr, f64, n_samples
 from oracles import lstm_f64 as O
 
+from ._common import cycle as _cycle
+from ._common import size as _size
+
 A = mg.RNNActivation
 ACTS = (A.none, A.relu, A.tanh, A.sigmoid, A.hardSigmoid)
 ACT_PROPS = ("inputGateActivation", "forgetGateActivation", "cellGateActivation",
@@ -59,25 +62,6 @@ STATE_FORMS = ("N,DH", "1,N,DH", "DH", "1,DH", "N,1", "1,1,N,DH")
 _ATOL32 = 1e-4
 TOL = {DT.float32: (2e-5, _ATOL32), DT.float16: (2e-3, 1e-4 + _ATOL32),
        DT.bFloat16: (1.6e-2, 1e-3 + _ATOL32)}
-
-
-def _cycle(rng: np.random.Generator):
-    """pick(k, options): options[(k + offset) % len], one random offset per option key."""
-    offsets: dict[str, int] = {}
-
-    def pick(k, key, options):
-        off = offsets.setdefault(key, int(rng.integers(0, 1 << 16)))
-        return options[(k + off) % len(options)]
-    return pick
-
-
-def _size(rng, lo=0, hi=3, p_edge=0.3) -> int:
-    u = rng.random()
-    if u < p_edge / 2 and lo <= 0:
-        return 0
-    if u < p_edge and lo <= 1:
-        return 1
-    return int(rng.integers(max(lo, 2), max(lo, 2, hi) + 1))
 
 
 # ---------------------------------------------------------------------------- shapes

@@ -37,16 +37,8 @@ from opdb import (
     shape,
 )
 
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
-
-
-def _val(x):
-    """The reference's view of an input: float64 for floats, the array itself otherwise."""
-    return f64(x) if is_float(x) else np.asarray(x)
+from ._common import mg_module as _mg
+from ._common import ref_value as _val
 
 
 def _idx(x: np.ndarray, lists) -> np.ndarray:

@@ -26,22 +26,14 @@ from opdb import (
     Sample,
     add,
     arr,
-    f64,
     is_float,
     n_samples,
     np_dtype,
     shape,
 )
 
-
-def _mg():
-    import mpsgraph as mg
-
-    return mg
-
-
-def _val(x):
-    return f64(x) if is_float(x) else np.asarray(x)
+from ._common import mg_module as _mg
+from ._common import ref_value as _val
 
 
 def _data(rng, dt, shp):
