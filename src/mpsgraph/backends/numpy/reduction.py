@@ -88,15 +88,6 @@ def any_true(x, axes):
     return np.any(_truth(x), axis=axes, keepdims=True).astype(x.dtype)
 
 
-def _make_kernel(row):
-    fn = globals()[row.numpy]
-
-    def k(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-        return fn(x, axes)
-    k.__name__ = row.name
-    return k
-
-
-for _row in REDUCTIONS.values():
-    kernel(_row.name)(_make_kernel(_row))
+for _row in REDUCTIONS.values():  # the row's helper is the kernel itself
+    kernel(_row.name)(globals()[_row.numpy])
 del _row

@@ -394,7 +394,14 @@ def canonical(t: torch.Tensor, memory_format=torch.contiguous_format) -> torch.T
     `is_contiguous()` ignores the strides of size-1 axes, and some of PyTorch's own kernels
     (its CPU convolutions) miscompute tensors whose size-1 axes carry odd strides: kernels that
     hand a tensor to such code, or build views from its strides, take it through here."""
-    want = torch.empty(tuple(t.shape), device="meta", memory_format=memory_format).stride()
+    shape = tuple(t.shape)
+    if memory_format == torch.channels_last:  # strides of the N, H, W, C order, as NCHW
+        _, c, h, w = (max(d, 1) for d in shape)
+        want = (h * w * c, 1, w * c, c)  # (empty tensors, whose strides vary, get a copy)
+    else:
+        from ..numpy import c_strides
+
+        want = c_strides(shape, 1)
     if t.stride() == want:
         return t
     return t.clone(memory_format=memory_format)

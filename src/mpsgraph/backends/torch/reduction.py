@@ -134,17 +134,8 @@ def any_true(x, axes):
     return t.to(x.dtype)
 
 
-def _make_kernel(row):
-    fn = globals()[row.torch]
-
-    def k(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
-        return fn(x, axes)
-    k.__name__ = row.name
-    return k
-
-
-for _row in REDUCTIONS.values():
-    kernel(_row.name)(_make_kernel(_row))
+for _row in REDUCTIONS.values():  # the row's helper is the kernel itself
+    kernel(_row.name)(globals()[_row.torch])
 del _row
 
 # uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
