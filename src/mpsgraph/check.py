@@ -506,6 +506,8 @@ def _math_ops_table():
         "arithmetic: erf, reciprocals, absolute": [
             unary("reciprocalSquareRoot", lambda a: 1 / np.sqrt(a), *ab),
             unary("reciprocal", lambda a: 1 / a, *ab), unary("erf", erf),
+            unary("reverseSquareRoot", lambda a: 1 / np.sqrt(a), *ab),
+            unary("identity", lambda a: a),
             unary("absoluteSquare", np.square), unary("absolute", np.abs)],
         "arithmetic: rounding, sign": [
             unary("floor", np.floor), unary("round", lambda a: np.trunc(a + np.copysign(
@@ -514,6 +516,12 @@ def _math_ops_table():
         "arithmetic: binary, clamp": [
             ("atan2", lambda g, a, b: g.atan2(a, b), np.arctan2),
             ("divisionNoNaN", lambda g, a, b: g.divisionNoNaN(a, b), lambda a, b: a / b),
+            ("maximum", lambda g, a, b: g.maximum(a, b), np.fmax),
+            ("minimum", lambda g, a, b: g.minimum(a, b), np.fmin),
+            ("power", lambda g, a, b: g.power(g.addition(g.absolute(a), c(g, 0.5)), b),
+             lambda a, b: (np.abs(a) + 0.5) ** b),
+            ("select", lambda g, a, b: g.select(g.greaterThan(a, c(g, 0.0)), a, b),
+             lambda a, b: np.where(a > 0, a, b)),
             ("modulo", lambda g, a, b: g.modulo(a, b), np.fmod),
             ("floorModulo", lambda g, a, b: g.floorModulo(a, b), np.mod),
             ("maximumWithNaNPropagation", lambda g, a, b: g.maximumWithNaNPropagation(a, b),
@@ -637,6 +645,18 @@ def _exact_table():
          lambda a, b: np.signbit(a), floats),
         ("arithmetic: classification (exact)", "not", lambda g, a, b: g.not_(a),
          lambda a, b: a == 0, floats),
+        ("arithmetic: complex parts (exact)", "complexTensor, realPartOfTensor",
+         lambda g, a, b: g.realPartOfTensor(g.complexTensor(a, imaginaryTensor=b)),
+         lambda a, b: a, floats),
+        ("arithmetic: complex parts (exact)", "imaginaryPartOfTensor",
+         lambda g, a, b: g.imaginaryPartOfTensor(g.complexTensor(a, imaginaryTensor=b)),
+         lambda a, b: b, floats),
+        ("arithmetic: complex parts (exact)", "conjugate",
+         lambda g, a, b: g.imaginaryPartOfTensor(g.conjugate(g.complexTensor(
+             a, imaginaryTensor=b))), lambda a, b: -b, floats),
+        ("arithmetic: complex parts (exact)", "planarTensor",
+         lambda g, a, b: g.planarTensor(g.complexTensor(a, imaginaryTensor=b)),
+         lambda a, b: np.concatenate([a, b], axis=-1), floats),
         ("reduction: arg, truth (exact)", "reductionArgMaximum",
          lambda g, a, b: g.reductionArgMaximum(b, axis=1),
          lambda a, b: np.argmax(np.where(np.isnan(b), np.inf, b), axis=1)[:, None], floats),
@@ -666,8 +686,8 @@ def exact_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
         y = build(g, *ph)
         got = g.run(dict(zip(ph, args)), [y], device=device)[y].numpy()
         want = np.asarray(ref(*args))
-        same = got.shape == want.shape and bool(np.all(
-            got.astype(np.float64) == want.astype(np.float64)))
+        same = got.shape == want.shape and np.array_equal(  # NaN where NumPy has NaN
+            got.astype(np.float64), want.astype(np.float64), equal_nan=True)
         rows[fam].add(0.0 if same else float(np.sum(got != want) if got.shape == want.shape
                                              else np.inf), op)
     yield from rows.values()
