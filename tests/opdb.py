@@ -100,6 +100,9 @@ class OpInfo:
     torch_ref: Callable[..., Any] | None = None
     errors: Callable[[np.random.Generator], Iterable[ErrorInput]] | None = None
     tol: dict[mg.DataType, tuple[float, float]] = field(default_factory=dict)
+    # a wider tolerance on one device, only for a documented deviation from SPEC that a
+    # regression test pins (xfail) on that device: {(device, dtype): (rtol, atol)}
+    device_tol: dict[tuple[str, mg.DataType], tuple[float, float]] = field(default_factory=dict)
     grad_tol: tuple[float, float] = (1e-4, 1e-6)  # (rtol of sum |g v|, atol) float32 gradients
     nan: bool = True  # a NaN in a floating input must give NaN where `ref` gives it
     # the inputs the NaN test poisons (None: every floating input). Restricted only where a
@@ -113,7 +116,9 @@ class OpInfo:
     run: Callable[..., Any] | None = None  # custom runner (ops whose result is not a tensor)
     notes: str = ""
 
-    def tolerance(self, dt: mg.DataType) -> tuple[float, float]:
+    def tolerance(self, dt: mg.DataType, device: str | None = None) -> tuple[float, float]:
+        if device is not None and (device, dt) in self.device_tol:
+            return self.device_tol[device, dt]
         return self.tol.get(dt, DEFAULT_TOL.get(dt, (0.0, 0.0)))
 
     def diff_of(self, s: Sample) -> tuple[int, ...]:

@@ -108,7 +108,7 @@ def _as_list(x) -> list:
 
 
 def _close(info: OpInfo, got: list[np.ndarray], want, s: Sample, what: str,
-           scale: float = 1.0) -> None:
+           scale: float = 1.0, device: str | None = None) -> None:
     wants = _as_list(want)
     assert len(got) == len(wants), f"{info.name} {s}: {len(got)} outputs, ref {len(wants)}"
     for k, (a, w) in enumerate(zip(got, wants)):
@@ -118,7 +118,7 @@ def _close(info: OpInfo, got: list[np.ndarray], want, s: Sample, what: str,
             np.testing.assert_array_equal(a, w.astype(a.dtype),
                                           err_msg=f"{info.name} {what} {s} output {k}")
             continue
-        rtol, atol = info.tolerance(DT.from_numpy(a.dtype))
+        rtol, atol = info.tolerance(DT.from_numpy(a.dtype), device)
         wide = np.complex128 if a.dtype.kind == "c" or w.dtype.kind == "c" else np.float64
         np.testing.assert_allclose(a.astype(wide), w.astype(wide),
                                    rtol=rtol * scale, atol=atol * scale, equal_nan=True,
@@ -161,7 +161,8 @@ def test_shape_helper_draws_zero_and_one():
 @pytest.mark.parametrize("info", INFOS, ids=IDS)
 def test_forward(info: OpInfo, device: str):
     for _, s in _forward_samples(info):
-        _close(info, _run(info, s, device), info.ref(*s.inputs, **s.kwargs), s, "forward")
+        _close(info, _run(info, s, device), info.ref(*s.inputs, **s.kwargs), s, "forward",
+               device=device)
 
 
 # ---------------------------------------------------------------------------- gradients
@@ -257,7 +258,7 @@ def test_backend_matches_numpy(info: OpInfo, device: str):
         ref_cpu = _run(info, s, "cpu")
         COUNTS[f"{_family(info)}/cpu"] -= 1  # (the reference run: not an example of cpu)
         _close(info, _run(info, s, device), ref_cpu, s, f"{device} vs cpu",
-               scale=2.0)
+               scale=2.0, device=device)
 
 
 # ---------------------------------------------------------------------------- feeds
@@ -313,10 +314,10 @@ def test_feeds(info: OpInfo, device: str):
                 continue
             inputs = [view(a) for a in s.inputs]
             want = info.ref(*[np.array(a) for a in inputs], **s.kwargs)
-            _close(info, _run(info, s, device, inputs), want, s, f"{vname} feeds")
+            _close(info, _run(info, s, device, inputs), want, s, f"{vname} feeds", device=device)
         td = [mg.TensorData(a) for a in s.inputs]
         _close(info, _run(info, s, device, td), info.ref(*s.inputs, **s.kwargs), s,
-               "TensorData feeds")
+               "TensorData feeds", device=device)
         if _has_torch():
             import torch
 
@@ -326,7 +327,7 @@ def test_feeds(info: OpInfo, device: str):
                 if device == "cuda":
                     ts = [t.cuda() for t in ts]
                 _close(info, _run(info, s, device, ts), info.ref(*s.inputs, **s.kwargs), s,
-                       "torch feeds")
+                       "torch feeds", device=device)
 
 
 def _has_torch() -> bool:
@@ -363,16 +364,16 @@ def test_executable_rerun(info: OpInfo, device: str):
         a2 = [r.numpy().copy() for r in exe.run(list(s.inputs))]
         _count(info, device)
         inv = [a1[order.index(k)] for k in range(len(outs))]
-        _close(info, inv, info.ref(*s.inputs, **s.kwargs), s, "executable run A")
+        _close(info, inv, info.ref(*s.inputs, **s.kwargs), s, "executable run A", device=device)
         _close(info, [b[order.index(k)] for k in range(len(outs))],
-               info.ref(*b_in, **s.kwargs), s, "executable run B (other data)")
+               info.ref(*b_in, **s.kwargs), s, "executable run B (other data)", device=device)
         if device in CPU_BACKENDS:
             for x, y in zip(a1, a2):
                 np.testing.assert_array_equal(x, y, err_msg=f"{info.name} {s}: two runs of "
                                                             "one Executable differ")
         else:
             _close(info, [a2[order.index(k)] for k in range(len(outs))], inv, s,
-                   "executable run A again")
+                   "executable run A again", device=device)
 
 
 # ---------------------------------------------------------------------------- NaN
@@ -391,7 +392,7 @@ def test_nan_propagation(info: OpInfo, device: str):
             inputs = list(s.inputs)
             inputs[i] = bad
             want = info.ref(*inputs, **s.kwargs)
-            _close(info, _run(info, s, device, inputs), want, s, f"NaN in input {i}")
+            _close(info, _run(info, s, device, inputs), want, s, f"NaN in input {i}", device=device)
 
 
 # ---------------------------------------------------------------------------- errors

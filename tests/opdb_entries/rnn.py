@@ -63,6 +63,13 @@ _ATOL32 = 1e-4
 TOL = {DT.float32: (2e-5, _ATOL32), DT.float16: (2e-3, 1e-4 + _ATOL32),
        DT.bFloat16: (1.6e-2, 1e-3 + _ATOL32)}
 
+# CUDA's persistent LSTM kernels store dA in the half type, so the bias, weight and source
+# gradients there are sums of up to T * N = 16 half-rounded dA values of magnitude <= ~1, not
+# rounded once (SPEC 0.4; a documented speed choice of backends/torch/rnn.py, pinned as an
+# xfail by tests/regressions/test_issue14_property_found.py): an absolute error up to 16 u.
+CUDA_HALF_GRAD_TOL = {("cuda", DT.float16): (2e-3, 16 * 2 ** -11 + _ATOL32),
+                      ("cuda", DT.bFloat16): (1.6e-2, 16 * 2 ** -8 + _ATOL32)}
+
 
 # ---------------------------------------------------------------------------- shapes
 def _drop_leading_ones(shape):
@@ -309,10 +316,12 @@ def _lstm_samples(rng, dt):
         else:
             diff = tuple(i for i, nm in enumerate(all_names) if nm != "mask")
         # a NaN recurrent weight (peephole) meets an ABSENT initState (initCell), an implicit
-        # zero, at the first step: unspecified (docs/semantics.md, "NaN and implicit zeros")
-        implicit = {"recurrentWeight": "initState", "peephole": "initCell"}
+        # zero, at the first step; a NaN mask weighs the previous state and cell, (1 - m) *
+        # h_prev: unspecified with either absent (docs/semantics.md, "NaN and implicit zeros")
+        implicit = {"recurrentWeight": ("initState",), "peephole": ("initCell",),
+                    "mask": ("initState", "initCell")}
         poison = tuple(i for i, nm in enumerate(all_names)
-                       if nm not in implicit or implicit[nm] in names)
+                       if all(need in names for need in implicit.get(nm, ())))
         yield Sample([x, R, *[opt[nm] for nm in names]],
                      {"desc": d, "names": tuple(names), "take": take}, diff=diff,
                      desc=f"T,N,I,H,D={dims} " + ",".join(names), nan_inputs=poison)
@@ -457,7 +466,7 @@ add(OpInfo("LSTM", build=_lstm_build, ref=_lstm_ref, samples=_lstm_samples, dtyp
            differentiable=(0, 1), torch_ref=_lstm_torch, errors=_lstm_errors(False), tol=TOL,
            notes="tests/oracles/lstm_f64.py; every descriptor option and optional input"))
 add(OpInfo("LSTMGradients", build=_grad_build, ref=_grad_ref, samples=_grad_samples,
-           dtypes=FLOAT, errors=_lstm_errors(True), tol=TOL,
+           dtypes=FLOAT, errors=_lstm_errors(True), tol=TOL, device_tol=CUDA_HALF_GRAD_TOL,
            # any NaN reaches da at step 0, whose product with an ABSENT initState (an implicit
            # zero) is unspecified (docs/semantics.md, "NaN and implicit zeros"); NaN through
            # the gates is pinned by tests/regressions/test_opdb_found_conv_pool_lstm.py

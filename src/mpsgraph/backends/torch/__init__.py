@@ -168,6 +168,16 @@ class Backend:
         del feed_types  # the feeds themselves carry them
         return GraphReplayer(self.device, execute, context, copy_outputs)
 
+    def fusion(self) -> Any:
+        """The fusion module (backends/torch/fusion.py) if fused kernels can be compiled for
+        this device, else None. Only CUDA fuses by default; `compile(...,
+        fuse_elementwise=True)` fuses on the CPU too."""
+        try:
+            from . import fusion
+        except Exception:  # noqa: BLE001 (an old torch: no fusion)
+            return None
+        return fusion if fusion.available(self.device) else None
+
     def synchronize(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
