@@ -22,7 +22,9 @@ from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
-from .types import DataType, ShapedType
+from .types import SUB_BYTE, DataType, ShapedType
+
+_ML_DTYPES = {DataType.bFloat16.numpy_dtype, *(d.numpy_dtype for d in SUB_BYTE)}
 
 if TYPE_CHECKING:
     from .runtime.device import Device
@@ -169,9 +171,8 @@ def _array_from_value(op: str, name: str | None, value: Any, shape: Sequence[int
             arr = _as_numpy(value)  # torch (bfloat16 included), CuPy, JAX, TensorData
         else:
             arr = np.asarray(value)
-        if arr.dtype == object or (arr.dtype.kind in "USV"
-                                   and arr.dtype != DataType.bFloat16.numpy_dtype):
-            raise TypeError  # strings, raw bytes and records (but ml_dtypes.bfloat16 is 'V')
+        if arr.dtype == object or (arr.dtype.kind in "USV" and arr.dtype not in _ML_DTYPES):
+            raise TypeError  # strings, raw bytes and records (but ml_dtypes' types are 'V')
         if arr.dtype.kind == "c" and npdt.kind != "c":
             raise TypeError  # a complex value for a real type: no silent loss of a part
         from .backends.numpy.shape import cast as _cast  # the cast op's conversion rules

@@ -38,11 +38,14 @@ class DataType(IntEnum):
     uInt32 = 32
     uInt64 = 64
     bool = 0x80000008
-    # declared for completeness (SPEC 1.1): no op accepts them and they have no NumPy type
+    # sub-byte integers (ml_dtypes.int4 / uint4 / int2 / uint2): storage types - placeholders,
+    # constants, variables, feeds and results, `cast` and the data-movement ops; arithmetic
+    # refuses them (cast to int8 first). docs/semantics.md, "Sub-byte integer types"
     int4 = 0x20000004
     uInt4 = 4
     int2 = 0x20000002
     uInt2 = 2
+    # declared for completeness (SPEC 1.1): no NumPy type, no op accepts them
     unorm1 = 0x40000001
     unorm8 = 0x40000008
 
@@ -91,7 +94,15 @@ _NUMPY: dict[DataType, np.dtype] = {
     DataType.uInt32: np.dtype(np.uint32),
     DataType.uInt64: np.dtype(np.uint64),
     DataType.bool: np.dtype(np.bool_),
+    DataType.int4: np.dtype(ml_dtypes.int4),
+    DataType.uInt4: np.dtype(ml_dtypes.uint4),
+    DataType.int2: np.dtype(ml_dtypes.int2),
+    DataType.uInt2: np.dtype(ml_dtypes.uint2),
 }
+# the sub-byte integers: (bits, signed); one byte of storage per element
+SUB_BYTE: dict[DataType, tuple[int, bool]] = {
+    DataType.int4: (4, True), DataType.uInt4: (4, False), DataType.int2: (2, True),
+    DataType.uInt2: (2, False)}
 
 FLOATING = (DataType.float32, DataType.float16, DataType.bFloat16)
 

@@ -51,7 +51,8 @@ NUMPY = {
     "float32": np.float32, "float16": np.float16, "bFloat16": ml_dtypes.bfloat16,
     "complexFloat32": np.complex64, "int8": np.int8, "int16": np.int16, "int32": np.int32,
     "int64": np.int64, "uInt8": np.uint8, "uInt16": np.uint16, "uInt32": np.uint32,
-    "uInt64": np.uint64, "bool": np.bool_,
+    "uInt64": np.uint64, "bool": np.bool_, "int4": ml_dtypes.int4, "uInt4": ml_dtypes.uint4,
+    "int2": ml_dtypes.int2, "uInt2": ml_dtypes.uint2,
 }
 
 
@@ -65,7 +66,7 @@ def test_datatype_raw_values_and_numpy_dtypes():
         assert DT.from_numpy(npdt) is dt
     assert DT.bFloat16.numpy_dtype == np.dtype(ml_dtypes.bfloat16)
     assert DT.bFloat16.itemsize == 2 and DT.float32.itemsize == 4
-    for name in ("invalid", "complexFloat16", "int4", "uInt2", "unorm8"):
+    for name in ("invalid", "complexFloat16", "unorm1", "unorm8"):
         with pytest.raises(TypeError):
             getattr(DT, name).numpy_dtype
     with pytest.raises(TypeError):

@@ -47,6 +47,9 @@ from ._common import mg_module as _mg
 
 C64 = DT.complexFloat32
 FC = FLOAT + (C64,)
+# complexFloat32: norm-wise |got - want| <= atol + rtol |want| (assert_allclose on complex
+# values), a few float32 ulps of the modulus for one complex operation
+C64_TOL = (2e-5, 1e-6)
 
 
 # ---------------------------------------------------------------------------- values
@@ -84,17 +87,43 @@ def _complex_edges() -> np.ndarray:
     return out.reshape(-1)
 
 
-def _values(rng, shp, dt, lo, hi):
+def _values(rng, shp, dt, lo=-3.0, hi=3.0):
     return _complex(rng, shp, lo, hi) if dt == C64 else arr(rng, shp, dt, lo, hi)
 
 
-def _unary_samples(lo=-3.0, hi=3.0, edges=True):
+# complex special values (infinite or NaN parts, zeros as divisors or logarithm arguments) are
+# unspecified beyond NaN-ness and equality (docs/semantics.md, "Complex inputs"): the general
+# ops' complex edge samples are a grid of finite, non-zero parts; isNaN / isFinite /
+# isInfinite / equal / notEqual take the full grid of float32 edge values
+_C_FINITE = np.array([1.0, -1.0, 0.5, -2.5, 3.0, 1e-30], np.float32)
+_FULL_GRID = {"isNaN", "isFinite", "isInfinite", "equal", "notEqual"}
+
+
+def _complex_grid(parts: np.ndarray) -> np.ndarray:
+    out = np.empty((parts.size, parts.size), np.complex64)
+    out.real = parts[:, None]
+    out.imag = parts[None, :]
+    return out.reshape(-1)
+
+
+def _edge_values(dt, full: bool) -> np.ndarray:
+    if dt != C64:
+        return _edges(dt)
+    return _complex_edges() if full else _complex_grid(_C_FINITE)
+
+
+def _wide(x) -> np.ndarray:
+    """A float64 (complex128 for complex) copy of x."""
+    x = np.asarray(x)
+    return x.astype(np.complex128) if x.dtype.kind == "c" else f64(x)
+
+
+def _unary_samples(lo=-3.0, hi=3.0, edges=True, full=True):
     def gen(rng, dt):
         for _ in range(n_samples()):
             yield Sample([_values(rng, shape(rng), dt, lo, hi)])
         if edges:
-            e = _complex_edges() if dt == C64 else _edges(dt)
-            yield Sample([e], diff=(), desc="edge values")
+            yield Sample([_edge_values(dt, full)], diff=(), desc="edge values")
     return gen
 
 
@@ -105,13 +134,14 @@ def _binary_samples(lo=-3.0, hi=3.0, lo2=None, hi2=None, ties=False, edges=True)
     def gen(rng, dt):
         for _ in range(n_samples()):
             s1, s2 = broadcast_shapes(rng, 2)
-            a, b = arr(rng, s1, dt, lo, hi), arr(rng, s2, dt, lo2, hi2)
+            a, b = _values(rng, s1, dt, lo, hi), _values(rng, s2, dt, lo2, hi2)
             if ties and a.size and b.size:  # ties and exact equality must be exercised
                 b = np.array(np.broadcast_to(np.take(a.reshape(-1), rng.integers(
                     0, a.size, b.shape)), b.shape), dtype=b.dtype)
             yield Sample([a, b])
-        if edges:  # every pair of edge values, as a [n, 1] x [1, n] broadcast
-            e = _edges(dt)
+        if edges and not (dt == C64 and edges == "real"):
+            # every pair of edge values, as a [n, 1] x [1, n] broadcast
+            e = _edge_values(dt, full=False) if dt != C64 else _complex_grid(_C_FINITE[::2])
             yield Sample([e[:, None], e[None, :]], diff=(), desc="edge pairs")
     return gen
 
@@ -122,7 +152,9 @@ def _fref(fn):
     inputs, as the gradient test feeds, stay float64)."""
     def ref(*xs):
         with np.errstate(all="ignore"):
-            y = np.asarray(fn(*[f64(x) for x in xs]))
+            y = np.asarray(fn(*[_wide(x) for x in xs]))
+            if xs[0].dtype.kind == "c":  # complexFloat32: complex or float32 results
+                return y.astype({"c": np.complex64, "f": np.float32}.get(y.dtype.kind, y.dtype))
             return y.astype(xs[0].dtype) if y.dtype.kind == "f" else y
     return ref
 
@@ -245,7 +277,7 @@ def _sign_f(x):
 def _classify(float_fn, int_value):
     def ref(x):
         if is_float(x):
-            return float_fn(f64(x))
+            return float_fn(_wide(x))
         return np.full(x.shape, int_value)
     return ref
 
@@ -323,17 +355,18 @@ def _build(name):
 
 # name, dtypes, reference, differentiable, samples, float32 tolerance
 _BINARY = (
-    ("addition", NUMERIC, _both(np.add, lambda a, b: a + b), True, _binary_samples(), None),
-    ("subtraction", NUMERIC, _both(np.subtract, lambda a, b: a - b), True, _binary_samples(),
+    ("addition", NUMERIC + (C64,), _both(np.add, lambda a, b: a + b), True, _binary_samples(),
      None),
-    ("multiplication", NUMERIC, _both(np.multiply, lambda a, b: a * b), True,
+    ("subtraction", NUMERIC + (C64,), _both(np.subtract, lambda a, b: a - b), True,
      _binary_samples(), None),
-    ("division", NUMERIC, _both(np.divide, _trunc_div), True, _binary_samples(), None),
+    ("multiplication", NUMERIC + (C64,), _both(np.multiply, lambda a, b: a * b), True,
+     _binary_samples(), None),
+    ("division", NUMERIC + (C64,), _both(np.divide, _trunc_div), True, _binary_samples(), None),
     ("divisionNoNaN", NUMERIC, _both(_div_no_nan, _trunc_div), True, _binary_samples(), None),
     ("modulo", NUMERIC, _both(np.fmod, _trunc_mod), True, _binary_samples(), (1e-5, 1e-5)),
     ("floorModulo", NUMERIC, _both(_vec(_floor_mod_float), lambda a, b: 0 if b == 0 else a % b),
      True, _binary_samples(), (1e-5, 1e-5)),
-    ("power", FLOAT, _fref(np.power), True, _binary_samples(0.2, 3.0, -2.0, 2.0),
+    ("power", FC, _fref(np.power), True, _binary_samples(0.2, 3.0, -2.0, 2.0, edges="real"),
      (1e-5, 1e-5)),
     ("atan2", FLOAT, _fref(_vec(math.atan2)), True, _binary_samples(), None),
     ("maximum", NUMERIC, _both(np.fmax, max), True, _binary_samples(ties=True), None),
@@ -342,9 +375,9 @@ _BINARY = (
      _binary_samples(ties=True), None),
     ("minimumWithNaNPropagation", NUMERIC, _both(np.minimum, min), True,
      _binary_samples(ties=True), None),
-    ("equal", ALL, _both(np.equal, lambda a, b: a == b, True), False,
+    ("equal", ALL + (C64,), _both(np.equal, lambda a, b: a == b, True), False,
      _binary_samples(-2, 2, ties=True), None),
-    ("notEqual", ALL, _both(np.not_equal, lambda a, b: a != b, True), False,
+    ("notEqual", ALL + (C64,), _both(np.not_equal, lambda a, b: a != b, True), False,
      _binary_samples(-2, 2, ties=True), None),
     ("greaterThan", ALL, _both(np.greater, lambda a, b: a > b, True), False,
      _binary_samples(-2, 2, ties=True), None),
@@ -381,7 +414,7 @@ for _name, _dts, _ref, _diff, _smp, _tol in _BINARY:
     add(OpInfo(
         _name, build=_build(_name), ref=_ref, samples=_smp, dtypes=_dts,
         differentiable=(0, 1) if _diff else (), torch_ref=_torch_ref(_name),
-        errors=_binary_errors(_dts), tol={DT.float32: _tol or (1e-5, 1e-6)}))
+        errors=_binary_errors(_dts), tol={DT.float32: _tol or (1e-5, 1e-6), C64: C64_TOL}))
 
 
 # ---------------------------------------------------------------------------- unary rows
@@ -402,31 +435,31 @@ def _abs2(x):
 
 _UNARY = (
     # name, dtypes, reference, differentiable, sample domain (lo, hi)
-    ("negative", NUMERIC, _both(np.negative, lambda v: -v), True, (-3, 3)),
-    ("absolute", NUMERIC, _both(np.abs, abs), True, (-3, 3)),
-    ("square", NUMERIC, _both(np.square, lambda v: v * v), True, (-3, 3)),
+    ("negative", NUMERIC + (C64,), _both(np.negative, lambda v: -v), True, (-3, 3)),
+    ("absolute", NUMERIC + (C64,), _both(np.abs, abs), True, (-3, 3)),
+    ("square", NUMERIC + (C64,), _both(np.square, lambda v: v * v), True, (-3, 3)),
     ("absoluteSquare", NUMERIC + (C64,), _abs2, True, (-3, 3)),
     ("sign", NUMERIC, _both(_sign_f, lambda v: (v > 0) - (v < 0)), True, (-3, 3)),
     ("signbit", NUMERIC, _both(np.signbit, lambda v: v < 0, True), False, (-3, 3)),
-    ("squareRoot", FLOAT, _fref(np.sqrt), True, (0.05, 4)),
+    ("squareRoot", FC, _fref(np.sqrt), True, (0.05, 4)),
     ("reciprocalSquareRoot", FLOAT, _fref(_rsqrt), True, (0.05, 4)),
     ("reverseSquareRoot", FLOAT, _fref(_rsqrt), True, (0.05, 4)),
-    ("reciprocal", FLOAT, _fref(lambda x: 1.0 / x), True, (0.2, 3)),
-    ("exponent", FLOAT, _fref(np.exp), True, (-3, 3)),
+    ("reciprocal", FC, _fref(lambda x: 1.0 / x), True, (0.2, 3)),
+    ("exponent", FC, _fref(np.exp), True, (-3, 3)),
     ("exponentBase2", FLOAT, _fref(np.exp2), True, (-3, 3)),
     ("exponentBase10", FLOAT, _fref(lambda x: np.power(10.0, x)), True, (-3, 3)),
-    ("logarithm", FLOAT, _fref(np.log), True, (0.05, 4)),
+    ("logarithm", FC, _fref(np.log), True, (0.05, 4)),
     ("logarithmBase2", FLOAT, _fref(np.log2), True, (0.05, 4)),
     ("logarithmBase10", FLOAT, _fref(np.log10), True, (0.05, 4)),
     ("erf", FLOAT, _fref(_vec(_erf)), True, (-4, 4)),
-    ("sin", FLOAT, _fref(np.sin), True, (-4, 4)),
-    ("cos", FLOAT, _fref(np.cos), True, (-4, 4)),
-    ("tan", FLOAT, _fref(np.tan), True, (-1.4, 1.4)),
+    ("sin", FC, _fref(np.sin), True, (-4, 4)),
+    ("cos", FC, _fref(np.cos), True, (-4, 4)),
+    ("tan", FC, _fref(np.tan), True, (-1.4, 1.4)),
     ("asin", FLOAT, _fref(np.arcsin), True, (-0.95, 0.95)),
     ("acos", FLOAT, _fref(np.arccos), True, (-0.95, 0.95)),
     ("atan", FLOAT, _fref(np.arctan), True, (-4, 4)),
-    ("sinh", FLOAT, _fref(np.sinh), True, (-3, 3)),
-    ("cosh", FLOAT, _fref(np.cosh), True, (-3, 3)),
+    ("sinh", FC, _fref(np.sinh), True, (-3, 3)),
+    ("cosh", FC, _fref(np.cosh), True, (-3, 3)),
     ("asinh", FLOAT, _fref(np.arcsinh), True, (-4, 4)),
     ("acosh", FLOAT, _fref(np.arccosh), True, (1.1, 4)),
     ("atanh", FLOAT, _fref(np.arctanh), True, (-0.95, 0.95)),
@@ -435,9 +468,9 @@ _UNARY = (
     ("round", FLOAT, _fref(_vec(_round_half_away)), True, (-4, 4)),
     ("rint", FLOAT, _fref(np.rint), True, (-4, 4)),
     ("truncate", FLOAT, _fref(np.trunc), True, (-4, 4)),
-    ("isNaN", NUMERIC, _classify(np.isnan, False), False, (-3, 3)),
-    ("isFinite", NUMERIC, _classify(np.isfinite, True), False, (-3, 3)),
-    ("isInfinite", NUMERIC, _classify(np.isinf, False), False, (-3, 3)),
+    ("isNaN", NUMERIC + (C64,), _classify(np.isnan, False), False, (-3, 3)),
+    ("isFinite", NUMERIC + (C64,), _classify(np.isfinite, True), False, (-3, 3)),
+    ("isInfinite", NUMERIC + (C64,), _classify(np.isinf, False), False, (-3, 3)),
     ("not", ALL, lambda x: ~_truth(x), False, (-1, 1)),
     ("bitwiseNOT", INTEGER, _iref(lambda v: ~v), False, (-100, 100)),
     ("bitwisePopulationCount", INTEGER, _popcount, False, (-100, 100)),
@@ -464,16 +497,17 @@ def _build_not(g, x):
 for _name, _dts, _ref, _diff, (_lo, _hi) in _UNARY:
     add(OpInfo(
         _name, build=_build_not if _name == "not" else _build(_name), ref=_ref,
-        samples=(_halves_samples if _name in _HALVES else _unary_samples)(_lo, _hi),
+        samples=(_halves_samples(_lo, _hi) if _name in _HALVES
+                 else _unary_samples(_lo, _hi, full=_name in _FULL_GRID)),
         dtypes=_dts, differentiable=(0,) if _diff else (), torch_ref=_torch_ref(_name),
         errors=_unary_errors(_dts),
-        tol={DT.float32: (2e-5, 1e-6)}))
+        tol={DT.float32: (2e-5, 1e-6), C64: C64_TOL}))
 
 
 # ---------------------------------------------------------------------------- select, clamp
 def _select_ref(p, t, f):
     pt = _truth(p)
-    if t.dtype.kind in "biu":
+    if t.dtype.kind in "biuc":
         return np.where(pt, t, f)
     return np.where(pt, f64(t), f64(f))
 
@@ -484,15 +518,15 @@ def _select_samples(rng, dt):
         sp, st, sf = broadcast_shapes(rng, 3)
         pdt = pdts[k % len(pdts)]
         p = arr(rng, sp, pdt, -1, 1)
-        yield Sample([p, arr(rng, st, dt), arr(rng, sf, dt)], diff=(1, 2))
-    e = _edges(dt)
+        yield Sample([p, _values(rng, st, dt), _values(rng, sf, dt)], diff=(1, 2))
+    e = _edge_values(dt, full=True)
     pe = _edges(DT.float32)  # NaN, -0.0, denormals as predicates
     n = min(e.size, pe.size)
     yield Sample([pe[:n], e[:n], e[::-1][:n]], diff=(), desc="edge values")
 
 
 add(OpInfo("select", build=lambda g, p, t, f: g.select(p, t, f), ref=_select_ref,
-           samples=_select_samples, dtypes=ALL, differentiable=(1, 2),
+           samples=_select_samples, dtypes=ALL + (C64,), differentiable=(1, 2),
            errors=lambda rng: iter([ErrorInput(
                Sample([np.ones((2,), bool), np.ones((2,), np.float32),
                        np.ones((2,), np.float16)]), _mg().DataTypeError, "falseTensor")])))

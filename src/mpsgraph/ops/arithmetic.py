@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import DataTypeError, GraphError, ShapeError, UnsupportedError
-from ..types import FLOATING, DataType, ShapedType
+from ..types import FLOATING, SUB_BYTE, DataType, ShapedType
 from ._registry import GradFn, InferContext, InferFn, register_op
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ _TEXTS = {FLOATING: "float32, float16 or bFloat16",
           INTEGER: "an integer type",
           FLOATING + COMPLEX: "float32, float16, bFloat16 or complexFloat32",
           NUMERIC + COMPLEX: "a floating-point, integer or complexFloat32 type (not bool)",
+          ANY_TYPE + COMPLEX: "a floating-point, integer, bool or complexFloat32 type",
           F32: "float32 (the parts of a complexFloat32; complexFloat16 is not supported)"}
 
 
@@ -69,6 +70,9 @@ def same_dtype(ctx: InferContext, args: Sequence[str], allowed: Sequence[DataTyp
     for a in args:
         t = ctx.type_of(a)
         if t.dataType not in allowed:
+            if t.dataType in SUB_BYTE:
+                allowed_text += (f" ({t.dataType.name} is a storage type: cast it to "
+                                 f"{'int8' if SUB_BYTE[t.dataType][1] else 'uInt8'} first)")
             raise ctx.error(DataTypeError, a, allowed_text, t.dataType)
         if dt is None:
             dt = t.dataType
@@ -212,9 +216,11 @@ def _default_infer(row: Elementwise) -> InferFn:
 
 def _infer_select(ctx: InferContext):
     p = ctx.type_of("predicate")
-    if p.dataType not in ANY_TYPE:
-        raise ctx.error(DataTypeError, "predicate", "a bool or numeric predicate", p.dataType)
-    dt = same_dtype(ctx, ("trueTensor", "falseTensor"), ANY_TYPE, _TEXTS[ANY_TYPE])
+    if p.dataType not in ANY_TYPE + COMPLEX:
+        raise ctx.error(DataTypeError, "predicate", "a bool, numeric or complex predicate",
+                        p.dataType)
+    dt = same_dtype(ctx, ("trueTensor", "falseTensor"), ANY_TYPE + COMPLEX,
+                    _TEXTS[ANY_TYPE + COMPLEX])
     return [ShapedType(broadcast_shapes(ctx, ("predicate", "trueTensor", "falseTensor")),
                        dt)], None
 
@@ -421,17 +427,17 @@ E = Elementwise
 ROWS: tuple[Elementwise, ...] = (
     # --- binary arithmetic ---------------------------------------------------------------------
     # name, inputs, dataTypes, result, NumPy, torch, gradient, doc
-    E('addition', _B, NUMERIC, 'same', 'np.add', 'add', _binary_grad(
+    E('addition', _B, NUMERIC + COMPLEX, 'same', 'np.add', 'add', _binary_grad(
         lambda g, dy, a, b, y: dy, lambda g, dy, a, b, y: dy),
       "a + b (integers wrap)."),
-    E('subtraction', _B, NUMERIC, 'same', 'np.subtract', 'subtract', _binary_grad(
+    E('subtraction', _B, NUMERIC + COMPLEX, 'same', 'np.subtract', 'subtract', _binary_grad(
         lambda g, dy, a, b, y: dy, lambda g, dy, a, b, y: g.negative(dy)),
       "a - b (integers wrap)."),
-    E('multiplication', _B, NUMERIC, 'same', 'np.multiply', 'multiply', _binary_grad(
+    E('multiplication', _B, NUMERIC + COMPLEX, 'same', 'np.multiply', 'multiply', _binary_grad(
         lambda g, dy, a, b, y: g.multiplication(dy, b),
         lambda g, dy, a, b, y: g.multiplication(dy, a)),
       "a * b, elementwise (integers wrap)."),
-    E('division', _B, NUMERIC, 'same', 'divide', 'divide', _binary_grad(
+    E('division', _B, NUMERIC + COMPLEX, 'same', 'divide', 'divide', _binary_grad(
         lambda g, dy, a, b, y: g.division(dy, b),
         lambda g, dy, a, b, y: g.negative(g.division(g.multiplication(dy, a), g.square(b)))),
       "a / b. Floats: IEEE (x/0 = +-inf, 0/0 = NaN). Integers: truncated toward zero "
@@ -448,7 +454,7 @@ ROWS: tuple[Elementwise, ...] = (
       _modulo_grad('floor', True),
       "The remainder of the floor division, a - floor(a / b) * b (Python %, NumPy mod): its "
       "sign is b's. floorModulo(x, 0) = 0 for every type (Apple's page)."),
-    E('power', _B, FLOATING, 'same', 'np.power', 'torch.pow', _grad_power,
+    E('power', _B, _FC, 'same', 'np.power', 'torch.pow', _grad_power,
       "a ** b (a < 0 with a non-integer b gives NaN)."),
     E('atan2', _B, FLOATING, 'same', 'np.arctan2', 'torch.atan2', _binary_grad(
         lambda g, dy, a, b, y: g.division(g.multiplication(dy, b),
@@ -469,8 +475,9 @@ ROWS: tuple[Elementwise, ...] = (
       'minimum_nan', _extremum_grad(_lt, True),
       "min(a, b), NaN if either is NaN."),
     # --- comparisons: bool results, NaN compares false (notEqual: true) ---------------------------
-    E('equal', _B, ANY_TYPE, 'bool', 'np.equal', 'equal', None, "a == b (NaN == NaN is false)."),
-    E('notEqual', _B, ANY_TYPE, 'bool', 'np.not_equal', 'not_equal', None,
+    E('equal', _B, ANY_TYPE + COMPLEX, 'bool', 'np.equal', 'equal', None,
+      "a == b (NaN == NaN is false)."),
+    E('notEqual', _B, ANY_TYPE + COMPLEX, 'bool', 'np.not_equal', 'not_equal', None,
       "a != b (true where either is NaN)."),
     E('greaterThan', _B, ANY_TYPE, 'bool', 'np.greater', 'greater', None, "a > b."),
     E('greaterThanOrEqualTo', _B, ANY_TYPE, 'bool', 'np.greater_equal', 'greater_equal', None,
@@ -504,7 +511,8 @@ ROWS: tuple[Elementwise, ...] = (
       "The number of 1 bits of x's two's-complement representation (popcount(-1 as int8) = 8), "
       "in x's type."),
     # --- select ---------------------------------------------------------------------------------
-    E('select', ("predicate", "trueTensor", "falseTensor"), ANY_TYPE, 'same', 'pick', 'pick',
+    E('select', ("predicate", "trueTensor", "falseTensor"), ANY_TYPE + COMPLEX, 'same', 'pick',
+      'pick',
       _grad_select,
       "predicate ? trueTensor : falseTensor, elementwise; the three shapes broadcast together. "
       "The predicate may be bool or numeric (non-zero, NaN included, is true); trueTensor and "
@@ -513,22 +521,22 @@ ROWS: tuple[Elementwise, ...] = (
       "minimum(maximum(x, min), max) with NaN propagation (NumPy clip): a NaN in any input "
       "gives NaN; where min > max the result is max.", builder=False),
     # --- unary arithmetic -----------------------------------------------------------------------
-    E('negative', _U, NUMERIC, 'same', 'np.negative', 'negative',
+    E('negative', _U, NUMERIC + COMPLEX, 'same', 'np.negative', 'negative',
       _unary_grad(lambda g, dy, x, y: g.negative(dy)),
       "-x (unsigned integers and INT_MIN wrap)."),
-    E('absolute', _U, NUMERIC, 'same', 'np.abs', 'absolute', _grad_absolute,
+    E('absolute', _U, NUMERIC + COMPLEX, 'real', 'np.abs', 'absolute', _grad_absolute,
       "|x| (abs(INT_MIN) wraps to INT_MIN). Gradient sign(x), 0 at x == 0."),
     E('absoluteSquare', _U, NUMERIC + COMPLEX, 'real', 'absolute_square',
       'absolute_square', _real_or_complex(_scaled(lambda g, x, y: g.multiplication(
           x, _c(g, 2, x)))),
       "|x|^2: x * x for real types, re^2 + im^2 (float32) for complexFloat32."),
-    E('square', _U, NUMERIC, 'same', 'np.square', 'square',
+    E('square', _U, NUMERIC + COMPLEX, 'same', 'np.square', 'square',
       _scaled(lambda g, x, y: g.multiplication(x, _c(g, 2, x))), "x * x (integers wrap)."),
     E('sign', _U, NUMERIC, 'same', 'np.sign', 'sign', _zero_grad,
       "-1, 0 or 1 by the sign of x; sign(+-0.0) = +0.0, sign(NaN) = NaN. Zero gradient."),
     E('signbit', _U, NUMERIC, 'bool', 'np.signbit', 'signbit', None,
       "True where the sign bit is set: x < 0, -0.0, and NaNs with the sign bit."),
-    E('squareRoot', _U, FLOATING, 'same', 'np.sqrt', 'torch.sqrt',
+    E('squareRoot', _U, _FC, 'same', 'np.sqrt', 'torch.sqrt',
       _unary_grad(lambda g, dy, x, y: g.division(dy, g.multiplication(y, _c(g, 2, y)))),
       "sqrt(x): NaN for x < 0, sqrt(-0.0) = -0.0."),
     E('reciprocalSquareRoot', _U, FLOATING, 'same', 'rsqrt', 'torch.rsqrt',
@@ -539,11 +547,11 @@ ROWS: tuple[Elementwise, ...] = (
       _unary_grad(lambda g, dy, x, y: g.multiplication(
           dy, g.multiplication(_c(g, -0.5, y), g.division(y, x)))),
       "1 / sqrt(x), the same op as reciprocalSquareRoot (Apple's older name)."),
-    E('reciprocal', _U, FLOATING, 'same', 'reciprocal', 'torch.reciprocal',
+    E('reciprocal', _U, _FC, 'same', 'reciprocal', 'torch.reciprocal',
       _unary_grad(lambda g, dy, x, y: g.negative(g.multiplication(dy, g.square(y)))),
       "1 / x: +-inf at +-0."),
     # --- exponents and logarithms ----------------------------------------------------------------
-    E('exponent', _U, FLOATING, 'same', 'np.exp', 'torch.exp',
+    E('exponent', _U, _FC, 'same', 'np.exp', 'torch.exp',
       _unary_grad(lambda g, dy, x, y: g.multiplication(dy, y)), "e ** x."),
     E('exponentBase2', _U, FLOATING, 'same', 'np.exp2', 'torch.exp2',
       _unary_grad(lambda g, dy, x, y: g.multiplication(dy, g.multiplication(y, _c(g, _LN2, y)))),
@@ -552,7 +560,7 @@ ROWS: tuple[Elementwise, ...] = (
       _unary_grad(lambda g, dy, x, y: g.multiplication(dy, g.multiplication(
           y, _c(g, _LN10, y)))),
       "10 ** x."),
-    E('logarithm', _U, FLOATING, 'same', 'np.log', 'torch.log', _over(lambda g, x, y: x),
+    E('logarithm', _U, _FC, 'same', 'np.log', 'torch.log', _over(lambda g, x, y: x),
       "Natural log: log(+-0) = -inf, log(x < 0) = NaN."),
     E('logarithmBase2', _U, FLOATING, 'same', 'np.log2', 'torch.log2',
       _over(lambda g, x, y: g.multiplication(x, _c(g, _LN2, x))), "log2(x)."),
@@ -563,11 +571,11 @@ ROWS: tuple[Elementwise, ...] = (
                                                g.exponent(g.negative(g.square(x))))),
       "The error function, 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt."),
     # --- trigonometric and hyperbolic ------------------------------------------------------------
-    E('sin', _U, FLOATING, 'same', 'np.sin', 'torch.sin', _scaled(lambda g, x, y: g.cos(x)),
+    E('sin', _U, _FC, 'same', 'np.sin', 'torch.sin', _scaled(lambda g, x, y: g.cos(x)),
       "sin(x), x in radians."),
-    E('cos', _U, FLOATING, 'same', 'np.cos', 'torch.cos',
+    E('cos', _U, _FC, 'same', 'np.cos', 'torch.cos',
       _scaled(lambda g, x, y: g.negative(g.sin(x))), "cos(x)."),
-    E('tan', _U, FLOATING, 'same', 'np.tan', 'torch.tan',
+    E('tan', _U, _FC, 'same', 'np.tan', 'torch.tan',
       _scaled(lambda g, x, y: g.addition(_c(g, 1, y), g.square(y))), "tan(x)."),
     E('asin', _U, FLOATING, 'same', 'np.arcsin', 'torch.asin',
       _over(lambda g, x, y: g.squareRoot(_one_minus_sq(g, x))),
@@ -578,9 +586,9 @@ ROWS: tuple[Elementwise, ...] = (
       "arccos(x) in [0, pi]; NaN outside [-1, 1]."),
     E('atan', _U, FLOATING, 'same', 'np.arctan', 'torch.atan',
       _over(lambda g, x, y: g.addition(_c(g, 1, x), g.square(x))), "arctan(x)."),
-    E('sinh', _U, FLOATING, 'same', 'np.sinh', 'torch.sinh', _scaled(lambda g, x, y: g.cosh(x)),
+    E('sinh', _U, _FC, 'same', 'np.sinh', 'torch.sinh', _scaled(lambda g, x, y: g.cosh(x)),
       "sinh(x)."),
-    E('cosh', _U, FLOATING, 'same', 'np.cosh', 'torch.cosh', _scaled(lambda g, x, y: g.sinh(x)),
+    E('cosh', _U, _FC, 'same', 'np.cosh', 'torch.cosh', _scaled(lambda g, x, y: g.sinh(x)),
       "cosh(x)."),
     E('asinh', _U, FLOATING, 'same', 'np.arcsinh', 'torch.asinh',
       _over(lambda g, x, y: g.squareRoot(g.addition(g.square(x), _c(g, 1, x)))),
@@ -603,11 +611,11 @@ ROWS: tuple[Elementwise, ...] = (
     E('truncate', _U, FLOATING, 'same', 'np.trunc', 'torch.trunc', _zero_grad,
       "The integer part of x (rounded toward zero)."),
     # --- classification: bool results ----------------------------------------------------------
-    E('isNaN', _U, NUMERIC, 'bool', 'np.isnan', 'is_nan', None,
+    E('isNaN', _U, NUMERIC + COMPLEX, 'bool', 'np.isnan', 'is_nan', None,
       "True where x is NaN (never for integers)."),
-    E('isFinite', _U, NUMERIC, 'bool', 'np.isfinite', 'is_finite', None,
+    E('isFinite', _U, NUMERIC + COMPLEX, 'bool', 'np.isfinite', 'is_finite', None,
       "True where x is neither infinite nor NaN (always for integers)."),
-    E('isInfinite', _U, NUMERIC, 'bool', 'np.isinf', 'is_infinite', None,
+    E('isInfinite', _U, NUMERIC + COMPLEX, 'bool', 'np.isinf', 'is_infinite', None,
       "True where x is +inf or -inf (never for integers)."),
     # --- complex ----------------------------------------------------------------------------------
     E('complexTensor', ("realTensor", "imaginaryTensor"), F32, 'complex', 'complex_tensor',
@@ -626,10 +634,24 @@ ROWS: tuple[Elementwise, ...] = (
       "along the last dimension; a real tensor is returned as is.", infer=_infer_planar),
 )
 
+def _no_complex_gradients(rule: GradFn | None) -> GradFn | None:
+    """`rule`, raising UnsupportedError where an input is complexFloat32: autodiff carries
+    no complex gradients (Wirtinger derivatives are for later), and a silent zero or a real
+    part alone would be wrong."""
+    if rule is None:
+        return None
+
+    def guarded(g, op, dys):
+        if any(t is not None and t.dataType == DataType.complexFloat32 for t in op.inputs):
+            return _complex_unsupported(g, op, dys)
+        return rule(g, op, dys)
+    return guarded
+
+
 ELEMENTWISE: dict[str, Elementwise] = {}
 for _row in ROWS:
     ELEMENTWISE[_row.name] = _row
-    register_op(_row.name, _row.infer or _default_infer(_row), _row.grad)
+    register_op(_row.name, _row.infer or _default_infer(_row), _no_complex_gradients(_row.grad))
 
 
 # ---------------------------------------------------------------------------- builders

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataTypeError, ShapeError
-from ..types import DataType
+from ..types import SUB_BYTE, DataType
 from .device import Device, resolve_device
 
 __all__ = ["TensorData"]
@@ -120,7 +120,10 @@ class TensorData:
         """The data as a NumPy array (`ml_dtypes.bfloat16` for bFloat16)."""
         if isinstance(self._array, np.ndarray):
             return self._array
-        return self.device.backend().to_numpy(self._array)
+        a = self.device.backend().to_numpy(self._array)
+        if self.dataType in SUB_BYTE:  # kept in int8 / uint8 storage by torch
+            a = a.astype(self.dataType.numpy_dtype)
+        return a
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         a = self.numpy()

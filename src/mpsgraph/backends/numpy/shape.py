@@ -4,10 +4,14 @@ in place), the others new arrays."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
+from ...types import _NUMPY, SUB_BYTE
 from . import kernel
 from .arithmetic import HALF
+
+SUB_BYTE_NP = tuple(_NUMPY[d] for d in SUB_BYTE)
 
 
 @kernel("reshape")
@@ -51,9 +55,13 @@ def concatTensors(*args) -> np.ndarray:
     return np.concatenate([np.broadcast_to(x, t) for x, t in zip(xs, targets)], axis=axis)
 
 
+def _is_int(dt: np.dtype) -> bool:
+    return dt.kind in "iu" or dt in SUB_BYTE_NP
+
+
 def _float_to_int(x: np.ndarray, to: np.dtype) -> np.ndarray:
     """Truncate toward zero, saturate to the type's range, NaN -> 0."""
-    info = np.iinfo(to)
+    info = ml_dtypes.iinfo(to)
     xf = np.trunc(x.astype(np.float64))
     xf = np.where(np.isnan(xf), 0.0, xf)
     hi, lo = xf >= float(info.max), xf <= float(info.min)
@@ -69,8 +77,9 @@ def cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
         return x.copy()
     if to == np.bool_:
         return np.asarray(x != 0)
-    if (x.dtype.kind == "f" or x.dtype in HALF) and to.kind in "iu":
+    if (x.dtype.kind == "f" or x.dtype in HALF) and _is_int(to):
         return _float_to_int(x, to)
+    # integer -> narrower integer wraps (two's complement), sub-byte types included
     with np.errstate(all="ignore"):  # float -> narrower float overflows to inf
         return x.astype(to)
 

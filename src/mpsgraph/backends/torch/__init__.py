@@ -21,7 +21,7 @@ import numpy as np
 from ...errors import FeedError, UnsupportedError, op_error
 from ...runtime.executable import feed_dtype_error, is_python_data, python_feed
 from ...runtime.tensor_data import TensorData, _as_numpy
-from ...types import DataType, ShapedType
+from ...types import SUB_BYTE, DataType, ShapedType
 
 try:
     import torch
@@ -53,12 +53,18 @@ for _dt, _name in ((DataType.uInt16, "uint16"), (DataType.uInt32, "uint32"),
     if hasattr(torch, _name):
         TORCH_DTYPES[_dt] = getattr(torch, _name)
 DATA_TYPES: dict[torch.dtype, DataType] = {v: k for k, v in TORCH_DTYPES.items()}
+# torch has no sub-byte integers: int4 / int2 live in int8 tensors, uInt4 / uInt2 in uint8
+# ones, one value per byte, always in range (feeds come as NumPy arrays of the ml_dtypes type;
+# `cast` wraps or saturates into the range; no arithmetic takes them)
+SUB_BYTE_STORAGE: dict[DataType, torch.dtype] = {
+    dt: (torch.int8 if signed else torch.uint8) for dt, (_, signed) in SUB_BYTE.items()}
+_SUB_BYTE_NP = {dt.numpy_dtype: SUB_BYTE_STORAGE[dt] for dt in SUB_BYTE}
 
 
 def torch_dtype(dt: DataType) -> torch.dtype:
     """The torch dtype of a DataType; raises UnsupportedError for one torch has no type for."""
     try:
-        return TORCH_DTYPES[dt]
+        return TORCH_DTYPES[dt] if dt not in SUB_BYTE_STORAGE else SUB_BYTE_STORAGE[dt]
     except KeyError:
         raise UnsupportedError(f"{dt!r} has no torch representation") from None
 
@@ -192,6 +198,8 @@ class Backend:
     def from_numpy(self, arr: np.ndarray) -> torch.Tensor:
         """A NumPy array as a tensor on this device (zero-copy on the CPU where possible)."""
         arr = np.asarray(arr)
+        if arr.dtype in _SUB_BYTE_NP:
+            arr = arr.astype(np.dtype(str(_SUB_BYTE_NP[arr.dtype]).removeprefix("torch.")))
         if arr.dtype == _BF16_NP:
             t = _np_to_torch(arr.view(np.int16)).view(torch.bfloat16)
         else:
@@ -241,6 +249,8 @@ class Backend:
         if (type(value) is torch.Tensor and value.dtype == want and value.device == self.device
                 and value.shape == st._shape and not value.requires_grad):
             return value  # the common case, checked in one go: used as it is
+        if st.dataType in SUB_BYTE_STORAGE:
+            return self._sub_byte_feed(value, st, name)
         if isinstance(value, TensorData):
             a = value.array
             t = a if isinstance(a, torch.Tensor) else None
@@ -276,6 +286,25 @@ class Backend:
         if t.device != self.device:
             t = t.to(self.device)
         return t
+
+    def _sub_byte_feed(self, value: Any, st: ShapedType, name: str) -> torch.Tensor:
+        """A feed of a sub-byte type: a NumPy array of its ml_dtypes type, TensorData or
+        Python data; a torch tensor has no such type (an int8 tensor could hold values out of
+        range) and is refused."""
+        if isinstance(value, torch.Tensor) or (isinstance(value, TensorData)
+                                               and value.dataType != st.dataType):
+            raise feed_dtype_error(name, st.dataType, value, getattr(value, "dtype", None))
+        if isinstance(value, TensorData):
+            arr = value.numpy()
+        elif is_python_data(value):
+            arr = python_feed(value, st.dataType, name)
+        else:
+            arr = _as_numpy(value)
+        _check_dtype(arr.dtype, st, value, arr.dtype, name)
+        if tuple(arr.shape) != st._shape:
+            raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
+                           list(arr.shape))
+        return self.from_numpy(arr)
 
 
 

@@ -145,7 +145,7 @@ def signbit(x: torch.Tensor) -> torch.Tensor:
 
 def _classify(fn, integer_value: bool):
     def f(x: torch.Tensor) -> torch.Tensor:
-        if x.dtype.is_floating_point:
+        if x.dtype.is_floating_point or x.dtype.is_complex:
             return fn(x)
         return torch.full(x.shape, integer_value, dtype=torch.bool, device=x.device)
     return f

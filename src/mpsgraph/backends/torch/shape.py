@@ -9,8 +9,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ...types import _NUMPY, SUB_BYTE
 from . import kernel
 from .arithmetic import HALF, as_signed, torch_dtype, where
+
+SUB_BYTE_NP = {_NUMPY[d]: spec for d, spec in SUB_BYTE.items()}
 
 
 @kernel("reshape")
@@ -94,8 +97,29 @@ def _float_to_int(x: torch.Tensor, to: torch.dtype) -> torch.Tensor:
     return where(hi, vmax, where(lo, vmin, out))
 
 
+def _to_sub_byte(x: torch.Tensor, bits: int, signed: bool) -> torch.Tensor:
+    """A cast to a sub-byte integer type, kept in its int8 / uint8 storage: floats truncate and
+    saturate to [-2^(bits-1), 2^(bits-1) - 1] or [0, 2^bits - 1] (NaN -> 0), integers wrap
+    (two's complement), bools give 0 / 1."""
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    store = torch.int8 if signed else torch.uint8
+    if x.is_complex():
+        x = x.real
+    if x.dtype.is_floating_point:
+        xf = torch.trunc(x.to(torch.float32))
+        xf = torch.nan_to_num(xf, nan=0.0, posinf=float(hi), neginf=float(lo))
+        return xf.clamp(lo, hi).to(store)
+    v = as_signed(x).to(torch.int64) & ((1 << bits) - 1)
+    if signed:
+        v = torch.where(v > hi, v - (1 << bits), v)
+    return v.to(store)
+
+
 @kernel("cast")
 def cast(x: torch.Tensor, to) -> torch.Tensor:
+    sub = SUB_BYTE_NP.get(np.dtype(to)) if not isinstance(to, torch.dtype) else None
+    if sub is not None:
+        return _to_sub_byte(x, *sub)
     to = torch_dtype(to)
     if x.dtype == to:
         return x.clone()
