@@ -47,7 +47,8 @@ class Model:
     gradientForPrimaryTensor, adam on every variable) and an evaluation graph sharing the
     variables."""
 
-    def __init__(self, batch: int, eval_batch: int, lr: float, seed: int, device: Device):
+    def __init__(self, batch: int, eval_batch: int, lr: float, seed: int, device: Device,
+                 distributed: bool = False):
         self.g = Graph()
         self.rng = np.random.default_rng(seed)
         self.params: list[Tensor] = []
@@ -60,6 +61,10 @@ class Model:
         self.loss = g.softMaxCrossEntropy(logits, onehot, -1,
                                           reductionType=LossReductionType.mean, name="loss")
         grads = g.gradientForPrimaryTensor(self.loss, self.params)
+        if distributed:  # data parallel: the mean gradient over the ranks (each a batch)
+            from . import distributed as dist
+
+            grads = dist.allReduce(g, grads)
         self.b1p = g.placeholder([], F32, name="beta1Power")
         self.b2p = g.placeholder([], F32, name="beta2Power")
         c = lambda v: g.constant(v, dataType=F32)  # noqa: E731
@@ -76,6 +81,8 @@ class Model:
         self.x_eval = g.placeholder(self.input_shape(eval_batch), F32, name="x_eval")
         self.pred_eval = self._argmax(self.forward(self.x_eval, eval_batch, build=False))
         self.step = 0
+        if distributed:  # every rank starts from rank 0's weights
+            dist.broadcastVariables(g)
         self.train_exe = g.compile(
             {self.x: ShapedType(self.input_shape(batch), F32),
              self.labels: ShapedType([batch], DataType.int32),

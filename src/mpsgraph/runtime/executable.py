@@ -275,6 +275,35 @@ class _Timer:
         self.c.record(self.w, time.perf_counter() - self.t0 if self.on else None)
 
 
+# Op kinds the plan moves (mpsgraph.distributed registers its ops here): "early" ops run right
+# after the last op they read from, "late" ones just before the first op that reads them
+# (an all-reduce starts as soon as its bucket is ready and is waited for only when needed)
+SCHEDULE: dict[str, str] = {}
+# collective kinds: every rank must take the same path, so an executable holding one never
+# times CUDA-graph replay against op by op (only `cuda_graph=True` captures it)
+COLLECTIVES: set[str] = set()
+
+
+def schedule(order: list[Operation]) -> list[Operation]:
+    """`order` (topological) with the SCHEDULE kinds moved as early / late as their inputs and
+    readers allow; every other op keeps its relative order."""
+    if not any(op.kind in SCHEDULE for op in order):
+        return order
+    order = list(order)
+    for op in [o for o in order if SCHEDULE.get(o.kind) == "late"][::-1]:
+        order.remove(op)
+        outs = set(op.outputTensors)
+        at = next((i for i, o in enumerate(order) if any(t in outs for t in o.inputs)),
+                  len(order))
+        order.insert(at, op)
+    for op in [o for o in order if SCHEDULE.get(o.kind) == "early"]:
+        order.remove(op)
+        srcs = {t.operation for t in op.inputs if t is not None}
+        at = max((i for i, o in enumerate(order) if o in srcs), default=-1) + 1
+        order.insert(at, op)
+    return order
+
+
 class _Step:
     __slots__ = ("op", "kernel", "ins", "outs", "attrs", "dynamic", "free", "n_out", "kind",
                  "fused")
@@ -333,7 +362,7 @@ class Executable:
 
         # prune: the ops the targets need, in build (= topological) order
         needed = needed_op_ids(self.targetTensors, tops, feeds)
-        order = [op for op in graph._ops if op.id in needed]
+        order = schedule([op for op in graph._ops if op.id in needed])
         # run(): feeds no target needs are ignored; compile(): every feed is an input
         self.feedTensors: list[Tensor] = [t for t in feeds if t.operation.id in needed
                                           or not _prune_feeds]
@@ -405,7 +434,8 @@ class Executable:
             if not safe:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
                                "value-dependent shapes", "one with them")
-        elif not (on_cuda and safe and self._steps):
+        elif not (on_cuda and safe and self._steps) or any(
+                st.kind in COLLECTIVES for st in self._steps):
             return
         replay = self._backend.graph_replayer(
             self._execute, [st for _, st in self._feed_slots], self._context,
