@@ -134,7 +134,9 @@ def _forward_samples(info: OpInfo, key: str = ""):
 # ---------------------------------------------------------------------------- the meta-test
 def test_every_op_has_an_entry():
     mg.Device("cpu").backend()
-    missing = sorted(set(OPS) - SOURCE_ONLY - set(OPDB))
+    # an op exercised only through another's entry names it in that entry's `kinds`
+    covered = set(OPDB).union(*(i.kinds for i in OPDB.values()))
+    missing = sorted(set(OPS) - SOURCE_ONLY - covered)
     assert not missing, f"ops of the registry without an opdb entry: {missing}"
     unknown = sorted(set(OPDB) - set(OPS))
     assert not unknown, f"opdb entries of no registered op: {unknown}"
