@@ -13,6 +13,7 @@ import contextlib
 import functools
 import gc
 import importlib
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -374,8 +375,12 @@ class GraphReplayer:
                     self._execute(feeds, False)
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with no_gc(), ctx(), torch.cuda.graph(graph, pool=self._pool):
-                outs = self._execute(feeds)
+            with warnings.catch_warnings():
+                # a plan of views alone (reshape, transpose, slices) launches no kernel: an
+                # empty graph, which is fine to replay (torch warns about it)
+                warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
+                with no_gc(), ctx(), torch.cuda.graph(graph, pool=self._pool):
+                    outs = self._execute(feeds)
         finally:
             torch.backends.cudnn.benchmark = bench
         return graph, outs
