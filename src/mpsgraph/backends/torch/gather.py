@@ -1,0 +1,224 @@
+"""torch kernels of the gather and scatter families (semantics: ops/gather.py and
+backends/numpy/gather.py, which these mirror with the same flat positions).
+
+Gathers are `index_select` (one indexed axis, no batch: the embedding-table case) or one
+advanced-indexing read. Scatter-adds are `index_put_(accumulate=True)`, which CUDA implements
+by sorting the positions and summing each run of equal ones in order: deterministic, unlike
+`index_add_` / `scatter_add_` (atomics). Indices that are not build-time constants are checked
+with one device -> host read of an "any out of range" flag (so such ops are never captured in
+a CUDA graph: ops/_registry.py `host_reads`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...errors import GraphError, op_error
+from ...ops.gather import GatherAttrs
+from ...types import ScatterMode
+from . import KERNELS, host_for_wide_unsigned, kernel
+from .arithmetic import divide, finish, work
+
+I64 = torch.int64
+
+
+def _prod(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
+
+
+def _check(idx: torch.Tensor, n: torch.Tensor | int, a: GatherAttrs) -> None:
+    bad = (idx < -n) | (idx >= n)
+    if bool(bad.any()):  # the one device -> host read
+        pos = [int(p) for p in torch.nonzero(bad)[0].tolist()]
+        nn = int(torch.broadcast_to(torch.as_tensor(n, device=idx.device), idx.shape)[
+            tuple(pos)]) if idx.dim() else int(n)
+        raise op_error(GraphError, a.kind, a.label, f"indices in [{-nn}, {nn}) (the size of "
+                       "the indexed axis; checked at run time)",
+                       f"{int(idx[tuple(pos)])} at position {pos}", a.name)
+
+
+def _wrapped(idx: torch.Tensor, n, a: GatherAttrs, dtype=I64) -> torch.Tensor:
+    if a.check and idx.numel():
+        _check(idx, n, a)
+    idx = idx.to(dtype)
+    return torch.where(idx < 0, idx + n, idx)
+
+
+def _nd_rows(full, idx: torch.Tensor, a: GatherAttrs):
+    B = a.batch
+    K = idx.shape[-1]
+    dims = list(full[B:B + K])
+    Bp = _prod(full[:B])
+    if K:
+        n = torch.tensor(dims, dtype=I64, device=idx.device)
+        v = _wrapped(idx, n, a)
+        strides = torch.tensor([_prod(dims[k + 1:]) for k in range(K)], dtype=I64,
+                               device=idx.device)
+        rows = (v * strides).sum(dim=-1)
+    else:
+        rows = torch.zeros(idx.shape[:-1], dtype=I64, device=idx.device)
+    return (Bp, _prod(dims), _prod(full[B + K:])), rows.reshape(Bp, -1) if Bp else \
+        rows.reshape(0, 0)
+
+
+# ---------------------------------------------------------------------------- gathers
+def _gather(u: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+    B, ax = a.batch, a.axis
+    us = tuple(u.shape)
+    n = us[ax]
+    out_shape = us[:ax] + tuple(idx.shape[B:]) + us[ax + 1:]
+    if _prod(out_shape) == 0:
+        if a.check and idx.numel():
+            _check(idx, n, a)
+        return torch.zeros(out_shape, dtype=u.dtype, device=u.device)
+    Bp, pre, post = _prod(us[:B]), _prod(us[B:ax]), _prod(us[ax + 1:])
+    if Bp == 1 and pre == 1:  # rows of a table: index_select (int32 indices are fine)
+        i1 = _wrapped(idx.reshape(-1), n, a, idx.dtype)
+        return torch.index_select(u.reshape(n, post), 0, i1).reshape(out_shape)
+    i2 = _wrapped(idx, n, a).reshape(Bp, -1)
+    u4 = u.reshape(Bp, pre, n, post)
+    b = torch.arange(Bp, device=u.device)[:, None, None]
+    p = torch.arange(pre, device=u.device)[None, :, None]
+    return u4[b, p, i2[:, None, :]].reshape(out_shape)
+
+
+def _gatherND(u: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+    K = idx.shape[-1]
+    out_shape = tuple(idx.shape[:-1]) + tuple(u.shape[a.batch + K:])
+    if _prod(out_shape) == 0:
+        if a.check and idx.numel() and K:
+            _check(idx, torch.tensor(u.shape[a.batch:a.batch + K], device=idx.device), a)
+        return torch.zeros(out_shape, dtype=u.dtype, device=u.device)
+    (Bp, D, post), rows = _nd_rows(u.shape, idx, a)
+    b = torch.arange(Bp, device=u.device)[:, None]
+    return u.reshape(Bp, D, post)[b, rows].reshape(out_shape)
+
+
+def _gatherAlong(u: torch.Tensor, idx: torch.Tensor, *rest) -> torch.Tensor:
+    a: GatherAttrs = rest[-1]
+    n = u.shape[a.axis]
+    if idx.numel() == 0 or n == 0:
+        return torch.zeros(idx.shape, dtype=u.dtype, device=u.device)
+    ok = (idx >= 0) & (idx < n)
+    safe = torch.where(ok, idx, torch.zeros((), dtype=idx.dtype, device=idx.device)).to(I64)
+    out = torch.gather(u, a.axis, safe)
+    return torch.where(ok, out, torch.zeros((), dtype=u.dtype, device=u.device))
+
+
+kernel("gather")(lambda u, idx, a: _gather(u, idx, a))
+kernel("gatherND")(lambda u, idx, a: _gatherND(u, idx, a))
+kernel("gatherAlongAxis")(_gatherAlong)
+kernel("gatherAlongAxisTensor")(_gatherAlong)
+
+
+# ---------------------------------------------------------------------------- scatters
+def last_of_each(lin: torch.Tensor) -> torch.Tensor:
+    """The positions in `lin` of the last occurrence of each distinct value."""
+    ls, order = torch.sort(lin, stable=True)
+    last = torch.ones(ls.shape, dtype=torch.bool, device=lin.device)
+    last[:-1] = ls[1:] != ls[:-1]
+    return order[last]
+
+
+def _combine(res: torch.Tensor, lin: torch.Tensor, v: torch.Tensor,
+             mode: ScatterMode) -> torch.Tensor:
+    flat = res.reshape(-1)
+    if mode in (ScatterMode.add, ScatterMode.sub):
+        if mode == ScatterMode.sub:
+            v = -v if v.dtype != torch.bool else v
+        flat.index_put_((lin,), v, accumulate=True)
+    elif mode in (ScatterMode.mul, ScatterMode.div):
+        if mode == ScatterMode.mul:
+            flat.scatter_reduce_(0, lin, v, "prod")
+        else:
+            p = torch.ones_like(flat).scatter_reduce_(0, lin, v, "prod")
+            hit = torch.zeros(flat.shape, dtype=torch.bool, device=flat.device)
+            hit[lin] = True
+            flat.copy_(torch.where(hit, divide(flat, p), flat))
+    elif mode in (ScatterMode.min, ScatterMode.max):
+        flat.scatter_reduce_(0, lin, v, "amin" if mode == ScatterMode.min else "amax")
+        if flat.dtype.is_floating_point:  # a NaN among a destination's updates wins
+            nan = torch.zeros(flat.shape, dtype=torch.int32, device=flat.device)
+            nan.index_put_((lin,), torch.isnan(v).to(torch.int32), accumulate=True)
+            flat.masked_fill_(nan > 0, float("nan"))
+    else:  # set: the last update of each destination (row-major order of updates)
+        sel = last_of_each(lin)
+        flat[lin[sel]] = v[sel]
+    return res
+
+
+def _start(data, upd: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+    if data is not None:
+        return work(data).clone(memory_format=torch.contiguous_format)
+    return torch.zeros(a.shape, dtype=work(upd).dtype, device=upd.device)
+
+
+def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+    res = _start(data, upd, a)
+    if upd.numel():
+        full = tuple(res.shape)
+        B, ax = a.batch, a.axis
+        n = full[ax]
+        Bp, pre, post = _prod(full[:B]), _prod(full[B:ax]), _prod(full[ax + 1:])
+        i2 = _wrapped(idx, n, a).reshape(Bp, -1)
+        dev = upd.device
+        b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None, None]
+        p = torch.arange(pre, dtype=I64, device=dev)[None, :, None, None]
+        q = torch.arange(post, dtype=I64, device=dev)[None, None, None, :]
+        lin = ((b * pre + p) * n + i2[:, None, :, None]) * post + q
+        _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
+    elif a.check and idx.numel():
+        _check(idx, res.shape[a.axis], a)
+    return finish(res, upd.dtype)
+
+
+def _scatterND(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+    res = _start(data, upd, a)
+    if upd.numel():
+        (Bp, D, post), rows = _nd_rows(res.shape, idx, a)
+        dev = upd.device
+        b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
+        q = torch.arange(post, dtype=I64, device=dev)[None, None, :]
+        lin = (b * D + rows[:, :, None]) * post + q
+        _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
+    return finish(res, upd.dtype)
+
+
+def _scatterAlong(*args) -> torch.Tensor:
+    a: GatherAttrs = args[-1]
+    ins = list(args[:-1])
+    if a.shape is None:  # (data, updates, indices[, axisTensor])
+        data, upd, idx = ins[0], ins[1], ins[2]
+    else:  # (updates, indices[, axisTensor]) onto zeros of shape
+        data, upd, idx = None, ins[0], ins[1]
+    res = _start(data, upd, a)
+    if upd.numel():
+        shape = tuple(res.shape)
+        ax = a.axis
+        n = shape[ax]
+        dev = idx.device
+        lin = torch.zeros(idx.shape, dtype=I64, device=dev)
+        for d in range(idx.dim()):  # one broadcast term per axis, not per element
+            if d != ax:
+                r = torch.arange(idx.shape[d], dtype=I64, device=dev).reshape(
+                    [-1 if e == d else 1 for e in range(idx.dim())])
+                lin = lin + r * _prod(shape[d + 1:])
+        ok = (idx >= 0) & (idx < n)
+        lin = lin + torch.where(ok, idx.to(I64), 0) * _prod(shape[ax + 1:])
+        _combine(res, lin[ok], work(upd)[ok], a.mode)
+    return finish(res, upd.dtype)
+
+
+kernel("scatter")(lambda u, idx, a: _scatter(None, u, idx, a))
+kernel("scatterWithData")(lambda d, u, idx, a: _scatter(d, u, idx, a))
+kernel("scatterND")(lambda u, idx, a: _scatterND(None, u, idx, a))
+kernel("scatterNDWithData")(lambda d, u, idx, a: _scatterND(d, u, idx, a))
+kernel("scatterAlongAxis")(_scatterAlong)
+kernel("scatterAlongAxisTensor")(_scatterAlong)
+
+# uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
+for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
+    KERNELS[_name] = host_for_wide_unsigned(KERNELS[_name])
