@@ -87,6 +87,7 @@ class GatherAttrs:
     kind: str = ""
     name: str | None = None
     label: str = "indices"
+    fill: int = 0  # the start value of a scatter without data (a backend's internal domain)
 
 
 # the Swift labels of each op's inputs: (data, updates, indices)

@@ -17,6 +17,11 @@ from . import kernel
 from .arithmetic import divide, finish, work
 
 
+def _c(x: np.ndarray) -> np.ndarray:
+    """x as a C-order array (rank 0 stays rank 0, unlike np.ascontiguousarray)."""
+    return np.asarray(x, order="C")
+
+
 def _prod(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
@@ -71,7 +76,7 @@ def _gather(u: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.ndarray:
         return np.zeros(out_shape, u.dtype)
     u4 = u.reshape(Bp, pre, n, post)
     out = u4[np.arange(Bp)[:, None, None], np.arange(pre)[None, :, None], i2[:, None, :]]
-    return np.ascontiguousarray(out.reshape(out_shape))
+    return _c(out.reshape(out_shape))
 
 
 def _gatherND(u: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.ndarray:
@@ -81,7 +86,7 @@ def _gatherND(u: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.ndarray:
     if _prod(out_shape) == 0:
         return np.zeros(out_shape, u.dtype)
     out = u.reshape(Bp, D, post)[np.arange(Bp)[:, None], rows]
-    return np.ascontiguousarray(out.reshape(out_shape))
+    return _c(out.reshape(out_shape))
 
 
 def _gatherAlong(u: np.ndarray, idx: np.ndarray, *rest) -> np.ndarray:
@@ -139,7 +144,7 @@ def last_of_each(lin: np.ndarray) -> np.ndarray:
 
 def _start(data: np.ndarray | None, upd: np.ndarray, a: GatherAttrs) -> np.ndarray:
     if data is not None:
-        return np.array(work(data), copy=True)
+        return np.array(work(data), order="C", copy=True)  # reshape(-1) must be a view
     return np.zeros(a.shape, work(upd).dtype)
 
 
@@ -152,7 +157,7 @@ def _scatter(data, upd: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.ndarr
         q = np.arange(post, dtype=np.int64)[None, None, None, :]
         lin = ((b * pre + p) * n + i2[:, None, :, None]) * post + q
         _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
-    return np.ascontiguousarray(finish(res, upd.dtype))
+    return _c(finish(res, upd.dtype))
 
 
 def _scatterND(data, upd: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.ndarray:
@@ -163,7 +168,7 @@ def _scatterND(data, upd: np.ndarray, idx: np.ndarray, a: GatherAttrs) -> np.nda
         q = np.arange(post, dtype=np.int64)[None, None, :]
         lin = (b * D + rows[:, :, None]) * post + q
         _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
-    return np.ascontiguousarray(finish(res, upd.dtype))
+    return _c(finish(res, upd.dtype))
 
 
 def along_positions(shape: tuple[int, ...], idx: np.ndarray, axis: int):
@@ -193,7 +198,7 @@ def _scatterAlong(*args) -> np.ndarray:
     if upd.size:
         lin, ok = along_positions(res.shape, idx, a.axis)
         _combine(res, lin[ok], work(upd)[ok], a.mode)
-    return np.ascontiguousarray(finish(res, upd.dtype))
+    return _c(finish(res, upd.dtype))
 
 
 kernel("scatter")(lambda u, idx, a: _scatter(None, u, idx, a))

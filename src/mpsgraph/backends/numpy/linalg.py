@@ -9,6 +9,11 @@ from . import kernel
 from .arithmetic import finish, work
 
 
+def _c(x: np.ndarray) -> np.ndarray:
+    """x as a C-order array (rank 0 stays rank 0, unlike np.ascontiguousarray)."""
+    return np.asarray(x, order="C")
+
+
 def _bounds(rest, a: BandAttrs):
     ts = list(rest)
     lo = a.numLower if a.numLower is not None else int(np.asarray(ts.pop(0)).reshape(-1)[0])
@@ -36,7 +41,7 @@ def inverse(x: np.ndarray, attrs: None) -> np.ndarray:
     with np.errstate(all="ignore"):
         y = np.linalg.inv(safe)
     y = np.where(sing[..., None, None], np.nan, y)
-    return np.ascontiguousarray(finish(y, x.dtype))
+    return _c(finish(y, x.dtype))
 
 
 _POP8 = np.array([bin(i).count("1") for i in range(256)], np.uint32)
@@ -46,7 +51,7 @@ def popcount(v: np.ndarray) -> np.ndarray:
     """Set bits of each element (any integer or bool dtype), as uint32."""
     if v.dtype == np.bool_:
         return v.astype(np.uint32)
-    b = np.ascontiguousarray(v).view(np.uint8).reshape(v.shape + (v.dtype.itemsize,))
+    b = _c(v).view(np.uint8).reshape(v.shape + (v.dtype.itemsize,))
     return _POP8[b].sum(axis=-1, dtype=np.uint32)
 
 
@@ -58,4 +63,4 @@ def HammingDistance(a: np.ndarray, b: np.ndarray, dt) -> np.ndarray:
 
 @kernel("nonZeroIndices")
 def nonZeroIndices(x: np.ndarray, attrs: None) -> np.ndarray:
-    return np.ascontiguousarray(np.argwhere(x != 0).astype(np.int32))
+    return _c(np.argwhere(x != 0).astype(np.int32))

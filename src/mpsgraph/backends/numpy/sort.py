@@ -12,6 +12,11 @@ from . import kernel
 from .arithmetic import finish, work
 
 
+def _c(x: np.ndarray) -> np.ndarray:
+    """x as a C-order array (rank 0 stays rank 0, unlike np.ascontiguousarray)."""
+    return np.asarray(x, order="C")
+
+
 def stable_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     x = work(x)
     if not descending:
@@ -24,13 +29,13 @@ def stable_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 @kernel("argSort")
 def argSort(x: np.ndarray, *rest) -> np.ndarray:
     a: SortAttrs = rest[-1]
-    return np.ascontiguousarray(stable_argsort(x, a.axis, a.descending).astype(np.int32))
+    return _c(stable_argsort(x, a.axis, a.descending).astype(np.int32))
 
 
 @kernel("sort")
 def sort(x: np.ndarray, *rest) -> np.ndarray:
     a: SortAttrs = rest[-1]
-    return np.ascontiguousarray(np.take_along_axis(x, stable_argsort(x, a.axis, a.descending),
+    return _c(np.take_along_axis(x, stable_argsort(x, a.axis, a.descending),
                                                    a.axis))
 
 
@@ -42,8 +47,8 @@ def _topk_indices(x: np.ndarray, a: SortAttrs) -> np.ndarray:
 def _topk(x: np.ndarray, *rest):
     a: SortAttrs = rest[-1]
     idx = _topk_indices(x, a)
-    return (np.ascontiguousarray(np.take_along_axis(x, idx, a.axis)),
-            np.ascontiguousarray(idx.astype(np.int32)))
+    return (_c(np.take_along_axis(x, idx, a.axis)),
+            _c(idx.astype(np.int32)))
 
 
 def _topk_gradient(gr: np.ndarray, x: np.ndarray, *rest) -> np.ndarray:

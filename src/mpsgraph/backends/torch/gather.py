@@ -11,13 +11,15 @@ a CUDA graph: ops/_registry.py `host_reads`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ...errors import GraphError, op_error
 from ...ops.gather import GatherAttrs
 from ...types import ScatterMode
 from . import KERNELS, host_for_wide_unsigned, kernel
-from .arithmetic import divide, finish, work
+from .arithmetic import U_WIDE, as_signed, divide, finish, ordered, unordered, wide, work
 
 I64 = torch.int64
 
@@ -153,7 +155,7 @@ def _combine(res: torch.Tensor, lin: torch.Tensor, v: torch.Tensor,
 def _start(data, upd: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
     if data is not None:
         return work(data).clone(memory_format=torch.contiguous_format)
-    return torch.zeros(a.shape, dtype=work(upd).dtype, device=upd.device)
+    return torch.full(a.shape, a.fill, dtype=work(upd).dtype, device=upd.device)
 
 
 def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
@@ -219,6 +221,30 @@ kernel("scatterNDWithData")(lambda d, u, idx, a: _scatterND(d, u, idx, a))
 kernel("scatterAlongAxis")(_scatterAlong)
 kernel("scatterAlongAxisTensor")(_scatterAlong)
 
-# uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
+def _unsigned(fn):
+    """uint16/32/64 data (which torch's gather / scatter kernels do not implement): moved as
+    the signed type of the same size (gathers, set), combined in int64 (add, sub, mul, div
+    wrap back; min / max in the order-preserving `ordered` domain)."""
+    def run(*args):
+        *ins, a = args
+        dts = [t.dtype for t in ins if isinstance(t, torch.Tensor) and t.dtype in U_WIDE]
+        if not dts:
+            return fn(*args)
+        dt = dts[0]
+        mode = a.mode
+        if mode is None or mode == ScatterMode.set:
+            conv, back = as_signed, (lambda y: y.view(dt))
+        elif mode in (ScatterMode.min, ScatterMode.max):
+            conv, back = ordered, (lambda y: unordered(y, dt))
+            if dt == torch.uint64:
+                a = replace(a, fill=-(1 << 63))  # 0 in the `ordered` domain
+        else:
+            conv, back = wide, (lambda y: finish(y, dt))
+        return back(fn(*[conv(t) if isinstance(t, torch.Tensor) and t.dtype == dt else t
+                         for t in ins], a))
+    return run
+
+
+# uint16/32/64: see _unsigned; on a GPU they run on the host (see host_for_wide_unsigned)
 for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
-    KERNELS[_name] = host_for_wide_unsigned(KERNELS[_name])
+    KERNELS[_name] = host_for_wide_unsigned(_unsigned(KERNELS[_name]))

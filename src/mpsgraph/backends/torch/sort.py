@@ -9,7 +9,7 @@ import torch
 
 from ...ops.sort import SortAttrs
 from . import KERNELS, host_for_wide_unsigned, kernel
-from .arithmetic import finish, ordered, work
+from .arithmetic import as_signed, finish, ordered, work
 
 
 def stable_argsort(x: torch.Tensor, axis: int, descending: bool) -> torch.Tensor:
@@ -29,7 +29,8 @@ def argSort(x: torch.Tensor, *rest) -> torch.Tensor:
 @kernel("sort")
 def sort(x: torch.Tensor, *rest) -> torch.Tensor:
     a: SortAttrs = rest[-1]
-    return torch.gather(x, a.axis, stable_argsort(x, a.axis, a.descending))
+    return torch.gather(as_signed(x), a.axis, stable_argsort(x, a.axis, a.descending)
+                        ).view(x.dtype)
 
 
 def _topk_indices(x: torch.Tensor, a: SortAttrs) -> torch.Tensor:
@@ -39,15 +40,16 @@ def _topk_indices(x: torch.Tensor, a: SortAttrs) -> torch.Tensor:
 def _topk(x: torch.Tensor, *rest):
     a: SortAttrs = rest[-1]
     idx = _topk_indices(x, a)
-    return torch.gather(x, a.axis, idx), idx.to(torch.int32)
+    return torch.gather(as_signed(x), a.axis, idx).view(x.dtype), idx.to(torch.int32)
 
 
 def _topk_gradient(gr: torch.Tensor, x: torch.Tensor, *rest) -> torch.Tensor:
     a: SortAttrs = rest[-1]
     idx = _topk_indices(x, a)
-    w = work(gr)
+    w = as_signed(work(gr))
     res = torch.zeros(x.shape, dtype=w.dtype, device=w.device).scatter_(a.axis, idx, w)
-    return finish(res, gr.dtype)
+    return finish(res.view(gr.dtype) if gr.dtype != w.dtype and not gr.dtype.is_floating_point
+                  else res, gr.dtype)
 
 
 for _k in ("topK", "bottomK"):
