@@ -167,7 +167,11 @@ def _grad_topk_gradient(g, op, dys):
     f = g.topK if op.kind == "topKGradient" else g.bottomK
     axis = _axis_of(op)
     idx = f(op.input("source"), axis=axis, k=_k_of(op))[1]
-    return {"gradient": g._gather_along("gatherAlongAxis", axis, dys[0], idx, None)}
+    res = g._gather_along("gatherAlongAxis", axis, dys[0], idx, None)
+    gt = op.input("gradient")
+    if gt.shape is not None and all(d >= 0 for d in gt.shape) and res.shape != gt.shape:
+        res = g.reshape(res, list(gt.shape))  # k or axis fed: the shape is gradient's
+    return {"gradient": res}
 
 
 register_op("sort", _infer_sort, _grad_sort, value_inputs=("axisTensor",))
