@@ -7,7 +7,8 @@ HammingDistance of MPSGraphMatrixMultiplicationOps.h (matrixMultiplication is op
       (tf.linalg.band_part). numLower / numUpper: ints, or scalar int32 / int64 tensors
       (`numLowerTensor=` / `numUpperTensor=`, read on the device: no host read).
   inverse(input [.., N, N]) -> the inverse of each matrix (floating types; half types invert in
-      float32). A singular matrix gives NaN (every element of its inverse), not an error.
+      float32). A singular matrix, or one holding a NaN, gives NaN (every element of its
+      inverse), not an error.
       Gradient: -(A^-T) dY (A^-T), built from matrixMultiplication and transposeTensor.
   HammingDistance(primary [.., M, K], secondary [.., N, K], resultDataType) -> [.., M, N]:
       the number of differing BITS between row m of primary and row n of secondary

@@ -35,7 +35,8 @@ def inverse(x: np.ndarray, attrs: None) -> np.ndarray:
     w = work(x)
     if w.size == 0:
         return np.zeros(x.shape, x.dtype)
-    sing = np.linalg.det(w) == 0  # exactly singular: LAPACK's LU meets a zero pivot
+    # exactly singular (LAPACK's LU meets a zero pivot), or a NaN anywhere: all NaN
+    sing = (np.linalg.det(np.nan_to_num(w)) == 0) | np.isnan(w).any(axis=(-2, -1))
     eye = np.eye(x.shape[-1], dtype=w.dtype)
     safe = np.where(sing[..., None, None], eye, w)
     with np.errstate(all="ignore"):

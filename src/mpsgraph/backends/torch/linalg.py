@@ -6,7 +6,7 @@ import torch
 
 from ...ops.linalg import BandAttrs
 from . import KERNELS, host_for_wide_unsigned, kernel
-from .arithmetic import finish, work
+from .arithmetic import as_signed, finish, work
 
 
 @kernel("bandPart")
@@ -30,7 +30,8 @@ def inverse(x: torch.Tensor, attrs: None) -> torch.Tensor:
     if w.numel() == 0:
         return torch.zeros(x.shape, dtype=x.dtype, device=x.device)
     y, info = torch.linalg.inv_ex(w)  # no host read; info != 0: singular
-    y = torch.where((info != 0)[..., None, None], torch.full_like(y, float("nan")), y)
+    bad = (info != 0) | torch.isnan(w).any(dim=-1).any(dim=-1)  # singular, or a NaN in it
+    y = torch.where(bad[..., None, None], torch.full_like(y, float("nan")), y)
     return finish(y, x.dtype)
 
 
@@ -59,7 +60,7 @@ def HammingDistance(a: torch.Tensor, b: torch.Tensor, dt) -> torch.Tensor:
 
 @kernel("nonZeroIndices")
 def nonZeroIndices(x: torch.Tensor, attrs: None) -> torch.Tensor:
-    return torch.nonzero(x).to(torch.int32)  # the count: one device -> host read
+    return torch.nonzero(as_signed(x)).to(torch.int32)  # the count: one device -> host read
 
 
 for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
