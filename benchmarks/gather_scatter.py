@@ -121,9 +121,10 @@ def main() -> None:
         got_dt = torch.from_dlpack(bwd.run(bin_)[0]).to(tdev)
         assert torch.equal(got_y, want_y), "gather differs from index_select"
         torch.testing.assert_close(got_dt, want_dt, rtol=1e-4, atol=1e-4)
-        results.append((f"gather, {label}", time_ms(lambda: fwd.run(fin)), time_ms(t_gather)))
-        results.append((f"scatter-add gradient, {label}", time_ms(lambda: bwd.run(bin_)),
-                        time_ms(t_scatter)))
+        results.append((f"gather, {label}", time_ms(lambda f=fwd, x=fin: f.run(x)),
+                        time_ms(t_gather)))
+        results.append((f"scatter-add gradient, {label}",
+                        time_ms(lambda b=bwd, x=bin_: b.run(x)), time_ms(t_scatter)))
     dev_name = torch.cuda.get_device_name(tdev) if tdev.type == "cuda" else "CPU (torch-cpu)"
     print(f"gather rows of [{rows}, {width}] float32 with {n} random int32 indices; "
           f"{dev_name}; torch {torch.__version__}; median of {repeat} runs (ms)\n")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from opdb import DT, FLOAT, NUMERIC, ErrorInput, OpInfo, Sample, add, arr, f64, is_float, \
-    n_samples
+from opdb import DT, FLOAT, NUMERIC, ErrorInput, OpInfo, Sample, add, arr, f64, is_float, n_samples
 
-from ._common import cycle, mg_module as _mg, size
+from ._common import cycle, size
+from ._common import mg_module as _mg
 
 MODES = ("add", "sub", "mul", "div", "min", "max", "set")
 _IDX = (np.int32, np.int64)
@@ -321,7 +321,6 @@ def _ref_scatterND(with_data):
         if not with_data and not flt:
             res[...] = 0
         B = batchDimensions
-        K = idx.shape[-1]
         Qb = idx.ndim - 1
         uv = _vals(upd)
         dests, vals = [], []

@@ -8,10 +8,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from opdb import DT, FLOAT, INTEGER, NUMERIC, ErrorInput, OpInfo, Sample, add, arr, f64, \
-    is_float, n_samples, shape
+from opdb import (
+    DT,
+    FLOAT,
+    INTEGER,
+    NUMERIC,
+    ErrorInput,
+    OpInfo,
+    Sample,
+    add,
+    arr,
+    f64,
+    is_float,
+    n_samples,
+    shape,
+)
 
-from ._common import cycle, mg_module as _mg, size
+from ._common import cycle, size
+from ._common import mg_module as _mg
 
 
 def _bandpart_samples(rng, dt):
@@ -48,7 +62,7 @@ def _ref_bandpart(x, *fed, lo, up, form):
 
 
 def _inverse_samples(rng, dt):
-    for k in range(n_samples() + 2):
+    for _ in range(n_samples() + 2):
         n = size(rng, 0, 4)
         batch = shape(rng, int(rng.integers(0, 3)), hi=3)
         a = arr(rng, batch + (n, n), dt, -0.3, 0.3).astype(np.float64) + 2 * np.eye(n)

@@ -15,10 +15,23 @@ import functools
 
 import numpy as np
 
-from opdb import DT, FLOAT, NUMERIC, ErrorInput, OpInfo, Sample, add, arr, f64, is_float, \
-    n_samples, shape
+from opdb import (
+    DT,
+    FLOAT,
+    NUMERIC,
+    ErrorInput,
+    OpInfo,
+    Sample,
+    add,
+    arr,
+    f64,
+    is_float,
+    n_samples,
+    shape,
+)
 
-from ._common import cycle, mg_module as _mg
+from ._common import cycle
+from ._common import mg_module as _mg
 
 
 def _line_order(vals, descending):

@@ -2,9 +2,10 @@
 backends/numpy/gather.py, which these mirror with the same flat positions).
 
 Gathers are `index_select` (one indexed axis, no batch: the embedding-table case) or one
-advanced-indexing read. Scatter-adds are `index_put_(accumulate=True)`, which CUDA implements
-by sorting the positions and summing each run of equal ones in order: deterministic, unlike
-`index_add_` / `scatter_add_` (atomics). Indices that are not build-time constants are checked
+advanced-indexing read. Scatters work on rows (see `_combine_rows`); scatter-adds are
+`index_put_(accumulate=True)` of whole rows, which CUDA implements by sorting the row numbers
+and summing each run of equal ones in order: deterministic, unlike `index_add_` /
+`scatter_add_` (atomics). Indices that are not build-time constants are checked
 with one device -> host read of an "any out of range" flag (so such ops are never captured in
 a CUDA graph: ops/_registry.py `host_reads`).
 """
@@ -117,76 +118,77 @@ kernel("gatherAlongAxisTensor")(_gatherAlong)
 
 
 # ---------------------------------------------------------------------------- scatters
-def last_of_each(lin: torch.Tensor) -> torch.Tensor:
-    """The positions in `lin` of the last occurrence of each distinct value."""
-    ls, order = torch.sort(lin, stable=True)
-    last = torch.ones(ls.shape, dtype=torch.bool, device=lin.device)
-    last[:-1] = ls[1:] != ls[:-1]
-    return order[last]
-
-
-def _combine(res: torch.Tensor, lin: torch.Tensor, v: torch.Tensor,
-             mode: ScatterMode) -> torch.Tensor:
-    flat = res.reshape(-1)
+# Every scatter is rows: the result viewed as [R, post] plus one DUMP row R (sliced off at
+# the end), each update row names its destination row (or the dump row: a skipped
+# along-axis update, a set update that is not the last of its destination). No step reads a
+# value back to the host, so a scatter with constant indices can be captured in a CUDA graph.
+def _combine_rows(res: torch.Tensor, rows: torch.Tensor, v: torch.Tensor,
+                  mode: ScatterMode) -> torch.Tensor:
+    """res [R, post] (mode)= v [U, post] at rows [U] (int64, in [0, R]; R = dump)."""
+    R, post = res.shape
+    ext = torch.cat([res, torch.zeros((1, post), dtype=res.dtype, device=res.device)])
     if mode in (ScatterMode.add, ScatterMode.sub):
         if mode == ScatterMode.sub:
-            v = -v if v.dtype != torch.bool else v
-        flat.index_put_((lin,), v, accumulate=True)
-    elif mode in (ScatterMode.mul, ScatterMode.div):
-        if mode == ScatterMode.mul:
-            flat.scatter_reduce_(0, lin, v, "prod")
+            v = -v
+        ext.index_put_((rows,), v, accumulate=True)  # sort-based: deterministic
+    elif mode == ScatterMode.set:  # the last update of each destination wins
+        pos = torch.arange(rows.numel(), dtype=I64, device=rows.device)
+        last = torch.full((R + 1,), -1, dtype=I64, device=rows.device).scatter_reduce_(
+            0, rows, pos, "amax")
+        ext[torch.where(last[rows] == pos, rows, R)] = v  # distinct rows, except the dump
+    else:
+        idx = rows[:, None].expand(-1, post)
+        if mode == ScatterMode.div:
+            p = torch.ones_like(ext).scatter_reduce_(0, idx, v, "prod")
+            hit = torch.zeros((R + 1, 1), dtype=torch.bool, device=ext.device)
+            hit[rows] = True
+            ext = torch.where(hit, divide(ext, p), ext)
         else:
-            p = torch.ones_like(flat).scatter_reduce_(0, lin, v, "prod")
-            hit = torch.zeros(flat.shape, dtype=torch.bool, device=flat.device)
-            hit[lin] = True
-            flat.copy_(torch.where(hit, divide(flat, p), flat))
-    elif mode in (ScatterMode.min, ScatterMode.max):
-        flat.scatter_reduce_(0, lin, v, "amin" if mode == ScatterMode.min else "amax")
-        if flat.dtype.is_floating_point:  # a NaN among a destination's updates wins
-            nan = torch.zeros(flat.shape, dtype=torch.int32, device=flat.device)
-            nan.index_put_((lin,), torch.isnan(v).to(torch.int32), accumulate=True)
-            flat.masked_fill_(nan > 0, float("nan"))
-    else:  # set: the last update of each destination (row-major order of updates)
-        sel = last_of_each(lin)
-        flat[lin[sel]] = v[sel]
-    return res
+            red = {ScatterMode.mul: "prod", ScatterMode.min: "amin", ScatterMode.max: "amax"}
+            ext.scatter_reduce_(0, idx, v, red[mode])
+            if mode != ScatterMode.mul and ext.dtype.is_floating_point:  # a NaN update wins
+                nan = torch.zeros((R + 1, post), dtype=torch.int32, device=ext.device)
+                nan.index_put_((rows,), torch.isnan(v).to(torch.int32), accumulate=True)
+                ext.masked_fill_(nan > 0, float("nan"))
+    return ext[:R]
 
 
 def _start(data, upd: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
     if data is not None:
-        return work(data).clone(memory_format=torch.contiguous_format)
+        return work(data)
     return torch.full(a.shape, a.fill, dtype=work(upd).dtype, device=upd.device)
 
 
 def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
     res = _start(data, upd, a)
-    if upd.numel():
-        full = tuple(res.shape)
-        B, ax = a.batch, a.axis
-        n = full[ax]
-        Bp, pre, post = _prod(full[:B]), _prod(full[B:ax]), _prod(full[ax + 1:])
-        i2 = _wrapped(idx, n, a).reshape(Bp, -1)
-        dev = upd.device
-        b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None, None]
-        p = torch.arange(pre, dtype=I64, device=dev)[None, :, None, None]
-        q = torch.arange(post, dtype=I64, device=dev)[None, None, None, :]
-        lin = ((b * pre + p) * n + i2[:, None, :, None]) * post + q
-        _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
-    elif a.check and idx.numel():
-        _check(idx, res.shape[a.axis], a)
-    return finish(res, upd.dtype)
+    full = tuple(res.shape)
+    if not upd.numel():
+        if a.check and idx.numel():
+            _check(idx, full[a.axis], a)
+        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+    B, ax = a.batch, a.axis
+    n = full[ax]
+    Bp, pre, post = _prod(full[:B]), _prod(full[B:ax]), _prod(full[ax + 1:])
+    i2 = _wrapped(idx, n, a).reshape(Bp, -1)
+    dev = upd.device
+    b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
+    p = torch.arange(pre, dtype=I64, device=dev)[None, :, None]
+    rows = (b * pre + p) * n + i2[:, None, :]  # [Bp, pre, I]: destination rows
+    out = _combine_rows(res.reshape(-1, post), rows.reshape(-1),
+                        work(upd).reshape(-1, post), a.mode)
+    return finish(out.reshape(full), upd.dtype)
 
 
 def _scatterND(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
     res = _start(data, upd, a)
-    if upd.numel():
-        (Bp, D, post), rows = _nd_rows(res.shape, idx, a)
-        dev = upd.device
-        b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
-        q = torch.arange(post, dtype=I64, device=dev)[None, None, :]
-        lin = (b * D + rows[:, :, None]) * post + q
-        _combine(res, lin.reshape(-1), work(upd).reshape(-1), a.mode)
-    return finish(res, upd.dtype)
+    full = tuple(res.shape)
+    if not upd.numel():
+        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+    (Bp, D, post), rows = _nd_rows(full, idx, a)
+    b = torch.arange(Bp, dtype=I64, device=upd.device)[:, None]
+    out = _combine_rows(res.reshape(-1, post), (b * D + rows).reshape(-1),
+                        work(upd).reshape(-1, post), a.mode)
+    return finish(out.reshape(full), upd.dtype)
 
 
 def _scatterAlong(*args) -> torch.Tensor:
@@ -197,21 +199,24 @@ def _scatterAlong(*args) -> torch.Tensor:
     else:  # (updates, indices[, axisTensor]) onto zeros of shape
         data, upd, idx = None, ins[0], ins[1]
     res = _start(data, upd, a)
-    if upd.numel():
-        shape = tuple(res.shape)
-        ax = a.axis
-        n = shape[ax]
-        dev = idx.device
-        lin = torch.zeros(idx.shape, dtype=I64, device=dev)
-        for d in range(idx.dim()):  # one broadcast term per axis, not per element
-            if d != ax:
-                r = torch.arange(idx.shape[d], dtype=I64, device=dev).reshape(
-                    [-1 if e == d else 1 for e in range(idx.dim())])
-                lin = lin + r * _prod(shape[d + 1:])
-        ok = (idx >= 0) & (idx < n)
-        lin = lin + torch.where(ok, idx.to(I64), 0) * _prod(shape[ax + 1:])
-        _combine(res, lin[ok], work(upd)[ok], a.mode)
-    return finish(res, upd.dtype)
+    shape = tuple(res.shape)
+    if not upd.numel():
+        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+    ax = a.axis
+    n = shape[ax]
+    dev = idx.device
+    lin = torch.zeros(idx.shape, dtype=I64, device=dev)
+    for d in range(idx.dim()):  # one broadcast term per axis, not per element
+        if d != ax:
+            r = torch.arange(idx.shape[d], dtype=I64, device=dev).reshape(
+                [-1 if e == d else 1 for e in range(idx.dim())])
+            lin = lin + r * _prod(shape[d + 1:])
+    ok = (idx >= 0) & (idx < n)
+    lin = lin + torch.where(ok, idx.to(I64), 0) * _prod(shape[ax + 1:])
+    total = _prod(shape)
+    lin = torch.where(ok, lin, total)  # out of range: the dump row (skipped)
+    out = _combine_rows(res.reshape(-1, 1), lin.reshape(-1), work(upd).reshape(-1, 1), a.mode)
+    return finish(out.reshape(shape), upd.dtype)
 
 
 kernel("scatter")(lambda u, idx, a: _scatter(None, u, idx, a))
