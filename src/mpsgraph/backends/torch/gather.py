@@ -122,11 +122,11 @@ kernel("gatherAlongAxisTensor")(_gatherAlong)
 # the end), each update row names its destination row (or the dump row: a skipped
 # along-axis update, a set update that is not the last of its destination). No step reads a
 # value back to the host, so a scatter with constant indices can be captured in a CUDA graph.
-def _combine_rows(res: torch.Tensor, rows: torch.Tensor, v: torch.Tensor,
+def _combine_rows(ext: torch.Tensor, R: int, rows: torch.Tensor, v: torch.Tensor,
                   mode: ScatterMode) -> torch.Tensor:
-    """res [R, post] (mode)= v [U, post] at rows [U] (int64, in [0, R]; R = dump)."""
-    R, post = res.shape
-    ext = torch.cat([res, torch.zeros((1, post), dtype=res.dtype, device=res.device)])
+    """ext [R (+ 1 dump row), post] (mode)= v [U, post] at rows [U] (int64, in [0, R]; row R
+    only where ext has the dump row); returns the first R rows."""
+    post = ext.shape[1]
     if mode in (ScatterMode.add, ScatterMode.sub):
         if mode == ScatterMode.sub:
             v = -v
@@ -140,32 +140,49 @@ def _combine_rows(res: torch.Tensor, rows: torch.Tensor, v: torch.Tensor,
         idx = rows[:, None].expand(-1, post)
         if mode == ScatterMode.div:
             p = torch.ones_like(ext).scatter_reduce_(0, idx, v, "prod")
-            hit = torch.zeros((R + 1, 1), dtype=torch.bool, device=ext.device)
+            hit = torch.zeros((ext.shape[0], 1), dtype=torch.bool, device=ext.device)
             hit[rows] = True
             ext = torch.where(hit, divide(ext, p), ext)
         else:
             red = {ScatterMode.mul: "prod", ScatterMode.min: "amin", ScatterMode.max: "amax"}
             ext.scatter_reduce_(0, idx, v, red[mode])
             if mode != ScatterMode.mul and ext.dtype.is_floating_point:  # a NaN update wins
-                nan = torch.zeros((R + 1, post), dtype=torch.int32, device=ext.device)
+                nan = torch.zeros(ext.shape, dtype=torch.int32, device=ext.device)
                 nan.index_put_((rows,), torch.isnan(v).to(torch.int32), accumulate=True)
                 ext.masked_fill_(nan > 0, float("nan"))
     return ext[:R]
 
 
-def _start(data, upd: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
+def _alloc(data, upd: torch.Tensor, a: GatherAttrs, full: tuple[int, ...], post: int,
+           dump: bool) -> tuple[torch.Tensor, int]:
+    """The result's rows [R, post] (data's values, or a.fill), with one more (dump) row when
+    `dump`: (buffer, R). One pass over the result: no copy besides data's."""
+    R = _prod(full) // post
+    dt = work(upd).dtype
+    n = R + (1 if dump else 0)
+    if data is None:
+        return torch.full((n, post), a.fill, dtype=dt, device=upd.device), R
+    ext = torch.empty((n, post), dtype=dt, device=upd.device)
+    ext[:R].copy_(work(data).reshape(R, post))
+    return ext, R
+
+
+def _empty_result(data, upd: torch.Tensor, a: GatherAttrs, full) -> torch.Tensor:
     if data is not None:
-        return work(data)
-    return torch.full(a.shape, a.fill, dtype=work(upd).dtype, device=upd.device)
+        return finish(work(data).clone(memory_format=torch.contiguous_format), upd.dtype)
+    return finish(torch.full(full, a.fill, dtype=work(upd).dtype, device=upd.device), upd.dtype)
+
+
+def _full_shape(data, a: GatherAttrs) -> tuple[int, ...]:
+    return tuple(data.shape) if data is not None else tuple(a.shape)
 
 
 def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
-    res = _start(data, upd, a)
-    full = tuple(res.shape)
+    full = _full_shape(data, a)
     if not upd.numel():
         if a.check and idx.numel():
             _check(idx, full[a.axis], a)
-        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+        return _empty_result(data, upd, a, full)
     B, ax = a.batch, a.axis
     n = full[ax]
     Bp, pre, post = _prod(full[:B]), _prod(full[B:ax]), _prod(full[ax + 1:])
@@ -174,20 +191,20 @@ def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torc
     b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
     p = torch.arange(pre, dtype=I64, device=dev)[None, :, None]
     rows = (b * pre + p) * n + i2[:, None, :]  # [Bp, pre, I]: destination rows
-    out = _combine_rows(res.reshape(-1, post), rows.reshape(-1),
-                        work(upd).reshape(-1, post), a.mode)
+    ext, R = _alloc(data, upd, a, full, post, a.mode == ScatterMode.set)
+    out = _combine_rows(ext, R, rows.reshape(-1), work(upd).reshape(-1, post), a.mode)
     return finish(out.reshape(full), upd.dtype)
 
 
 def _scatterND(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tensor:
-    res = _start(data, upd, a)
-    full = tuple(res.shape)
+    full = _full_shape(data, a)
     if not upd.numel():
-        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+        return _empty_result(data, upd, a, full)
     (Bp, D, post), rows = _nd_rows(full, idx, a)
     b = torch.arange(Bp, dtype=I64, device=upd.device)[:, None]
-    out = _combine_rows(res.reshape(-1, post), (b * D + rows).reshape(-1),
-                        work(upd).reshape(-1, post), a.mode)
+    ext, R = _alloc(data, upd, a, full, post, a.mode == ScatterMode.set)
+    out = _combine_rows(ext, R, (b * D + rows).reshape(-1), work(upd).reshape(-1, post),
+                        a.mode)
     return finish(out.reshape(full), upd.dtype)
 
 
@@ -198,10 +215,9 @@ def _scatterAlong(*args) -> torch.Tensor:
         data, upd, idx = ins[0], ins[1], ins[2]
     else:  # (updates, indices[, axisTensor]) onto zeros of shape
         data, upd, idx = None, ins[0], ins[1]
-    res = _start(data, upd, a)
-    shape = tuple(res.shape)
+    shape = _full_shape(data, a)
     if not upd.numel():
-        return finish(res.clone(memory_format=torch.contiguous_format), upd.dtype)
+        return _empty_result(data, upd, a, shape)
     ax = a.axis
     n = shape[ax]
     dev = idx.device
@@ -215,7 +231,8 @@ def _scatterAlong(*args) -> torch.Tensor:
     lin = lin + torch.where(ok, idx.to(I64), 0) * _prod(shape[ax + 1:])
     total = _prod(shape)
     lin = torch.where(ok, lin, total)  # out of range: the dump row (skipped)
-    out = _combine_rows(res.reshape(-1, 1), lin.reshape(-1), work(upd).reshape(-1, 1), a.mode)
+    ext, R = _alloc(data, upd, a, shape, 1, True)
+    out = _combine_rows(ext, R, lin.reshape(-1), work(upd).reshape(-1, 1), a.mode)
     return finish(out.reshape(shape), upd.dtype)
 
 
