@@ -364,9 +364,7 @@ class GatherOps:
                                ("indicesTensor", indicesTensor)], a, name)[0]
         k = out.operation.kernel_attrs
         n = updatesTensor.shape[k.axis] if k is not None else -1
-        if not check_constant_indices(kind, name, "indicesTensor", indicesTensor, n):
-            out.operation.attrs = replace(a, check=False)
-            out.operation.kernel_attrs = replace(k, check=False)
+        self._constant_check(out, "indicesTensor", indicesTensor, n)
         return out
 
     def gatherND(self: Graph, updatesTensor: Tensor, *, indicesTensor: Tensor,
@@ -380,17 +378,25 @@ class GatherOps:
         self._nd_constant_check(out, a, updatesTensor.shape, indicesTensor, "indicesTensor")
         return out
 
+    def _constant_check(self: Graph, out: Tensor, label: str, idx: Tensor, bound) -> None:
+        """Check constant indices now (the op is taken out of the graph again if they are
+        out of range); valid ones need no run-time check."""
+        op = out.operation
+        try:
+            run_time = check_constant_indices(op.kind, op.name, label, idx, bound)
+        except GraphError:
+            self._ops.remove(op)
+            raise
+        if not run_time and op.kernel_attrs is not None:
+            op.attrs = replace(op.attrs, check=False)
+            op.kernel_attrs = replace(op.kernel_attrs, check=False)
+
     def _nd_constant_check(self, out: Tensor, a: GatherAttrs, full, idx: Tensor,
                            label: str) -> None:
-        op = out.operation
-        k = op.kernel_attrs
-        if k is None or idx.operation.kind != "constant":
+        if out.operation.kernel_attrs is None or idx.operation.kind != "constant":
             return
         K = idx.shape[-1]
-        bound = full[a.batch:a.batch + K]
-        if not check_constant_indices(op.kind, op.name, label, idx, bound):
-            op.attrs = replace(a, check=False)
-            op.kernel_attrs = replace(k, check=False)
+        self._constant_check(out, label, idx, full[a.batch:a.batch + K])
 
     def gatherAlongAxis(self: Graph, axis: int, *, updates: Tensor, indices: Tensor,
                         name: str | None = None) -> Tensor:
@@ -445,9 +451,7 @@ class GatherOps:
         out = self._add(kind, inputs, a, name)[0]
         k = out.operation.kernel_attrs
         n = out.shape[k.axis] if k is not None else -1
-        if not check_constant_indices(kind, name, "indices", indices, n):
-            out.operation.attrs = replace(a, check=False)
-            out.operation.kernel_attrs = replace(k, check=False)
+        self._constant_check(out, "indices", indices, n)
         return out
 
     def scatterND(self: Graph, updatesTensor: Tensor, *, indicesTensor: Tensor, shape,

@@ -32,37 +32,37 @@ def _prod(shape) -> int:
     return out
 
 
-def _check(idx: torch.Tensor, n: torch.Tensor | int, a: GatherAttrs) -> None:
+def _check(idx: torch.Tensor, n: int, a: GatherAttrs, component: int | None = None) -> None:
+    """The run-time GraphError for an index outside [-n, n) (`component`: of ND indices)."""
     bad = (idx < -n) | (idx >= n)
     if bool(bad.any()):  # the one device -> host read
         pos = [int(p) for p in torch.nonzero(bad)[0].tolist()]
-        nn = int(torch.broadcast_to(torch.as_tensor(n, device=idx.device), idx.shape)[
-            tuple(pos)]) if idx.dim() else int(n)
-        raise op_error(GraphError, a.kind, a.label, f"indices in [{-nn}, {nn}) (the size of "
-                       "the indexed axis; checked at run time)",
-                       f"{int(idx[tuple(pos)])} at position {pos}", a.name)
+        v = int(idx[tuple(pos)])
+        if component is not None:
+            pos.append(component)
+        raise op_error(GraphError, a.kind, a.label, f"indices in [{-n}, {n}) (the size of "
+                       "the indexed axis; checked at run time)", f"{v} at position {pos}",
+                       a.name)
 
 
-def _wrapped(idx: torch.Tensor, n, a: GatherAttrs, dtype=I64) -> torch.Tensor:
+def _wrapped(idx: torch.Tensor, n: int, a: GatherAttrs, dtype=I64,
+             component: int | None = None) -> torch.Tensor:
     if a.check and idx.numel():
-        _check(idx, n, a)
+        _check(idx, n, a, component)
     idx = idx.to(dtype)
     return torch.where(idx < 0, idx + n, idx)
 
 
 def _nd_rows(full, idx: torch.Tensor, a: GatherAttrs):
+    """(Bp, D, post) of the full tensor and the [Bp, Qp] row numbers the index vectors name
+    (one term per index component: no host -> device copy, so CUDA graphs can hold it)."""
     B = a.batch
     K = idx.shape[-1]
     dims = list(full[B:B + K])
     Bp = _prod(full[:B])
-    if K:
-        n = torch.tensor(dims, dtype=I64, device=idx.device)
-        v = _wrapped(idx, n, a)
-        strides = torch.tensor([_prod(dims[k + 1:]) for k in range(K)], dtype=I64,
-                               device=idx.device)
-        rows = (v * strides).sum(dim=-1)
-    else:
-        rows = torch.zeros(idx.shape[:-1], dtype=I64, device=idx.device)
+    rows = torch.zeros(idx.shape[:-1], dtype=I64, device=idx.device)
+    for k in range(K):  # K <= rank
+        rows = rows + _wrapped(idx[..., k], dims[k], a, component=k) * _prod(dims[k + 1:])
     return (Bp, _prod(dims), _prod(full[B + K:])), rows.reshape(Bp, -1) if Bp else \
         rows.reshape(0, 0)
 
@@ -92,8 +92,8 @@ def _gatherND(u: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torch.Tenso
     K = idx.shape[-1]
     out_shape = tuple(idx.shape[:-1]) + tuple(u.shape[a.batch + K:])
     if _prod(out_shape) == 0:
-        if a.check and idx.numel() and K:
-            _check(idx, torch.tensor(u.shape[a.batch:a.batch + K], device=idx.device), a)
+        if a.check and idx.numel():
+            _nd_rows(u.shape, idx, a)  # (the check)
         return torch.zeros(out_shape, dtype=u.dtype, device=u.device)
     (Bp, D, post), rows = _nd_rows(u.shape, idx, a)
     b = torch.arange(Bp, device=u.device)[:, None]

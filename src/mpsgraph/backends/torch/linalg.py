@@ -9,18 +9,27 @@ from . import KERNELS, host_for_wide_unsigned, kernel
 from .arithmetic import as_signed, finish, work
 
 
+def _within(d: torch.Tensor, bound) -> torch.Tensor | bool:
+    """d <= bound, or True for a negative bound; `bound` an int or a device scalar tensor
+    (compared on the device: no host read, no host -> device copy)."""
+    if isinstance(bound, int):
+        return True if bound < 0 else d <= bound
+    b = bound.reshape(-1)[0].to(torch.int64)
+    return (b < 0) | (d <= b)
+
+
 @kernel("bandPart")
 def bandPart(x: torch.Tensor, *rest) -> torch.Tensor:
     a: BandAttrs = rest[-1]
     ts = list(rest[:-1])
-    dev = x.device
-    lo = a.numLower if a.numLower is not None else ts.pop(0).reshape(-1)[0].to(torch.int64)
-    up = a.numUpper if a.numUpper is not None else ts.pop(0).reshape(-1)[0].to(torch.int64)
+    lo = a.numLower if a.numLower is not None else ts.pop(0)
+    up = a.numUpper if a.numUpper is not None else ts.pop(0)
     m, n = x.shape[-2:]
-    d = torch.arange(m, device=dev)[:, None] - torch.arange(n, device=dev)[None, :]
-    lo = torch.as_tensor(lo, device=dev)
-    up = torch.as_tensor(up, device=dev)
-    keep = ((lo < 0) | (d <= lo)) & ((up < 0) | (-d <= up))  # on the device: no host read
+    dev = x.device
+    d = torch.arange(m, device=dev)[:, None] - torch.arange(n, device=dev)[None, :]  # i - j
+    keep = _within(d, lo) & _within(-d, up)
+    if keep is True:
+        return x.clone()
     return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=dev))
 
 
