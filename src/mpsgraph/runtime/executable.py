@@ -5,6 +5,15 @@ shape rules check everything), resolve each op's kernel for the device, and plan
 holds which value and when it can be freed. `run` only converts the inputs and replays the
 plan. The one exception is an op whose shape depends on a VALUE not known at compile time (a
 shape tensor that is fed or computed): its rule runs again at run time on that value.
+
+Value-dependent result shapes: an op such as `nonZeroIndices` has a result whose size is
+decided by each run (compiled type `[-1, rank]`; its kernel returns `[count, rank]`). Every op
+that uses such a result (directly or further down) has an input shape unknown at compile
+time, so it is planned as a dynamic step: its shape rule runs again on every run, on the
+shapes it is given, to produce its kernel attributes (`_runtime_attrs`); the kernels, slots
+and order are still planned once. Steps that read values back to the host (that op, and a
+gather / scatter checking fed indices: `OpDef.host_reads`) and dynamic steps keep the
+executable out of CUDA-graph capture (`_setup_options`).
 """
 
 from __future__ import annotations
