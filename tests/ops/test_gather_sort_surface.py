@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
+from helpers import DEVICES
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "data" / "MPSGRAPH_API_gather_sort.tsv"
 SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
 HEADERS = {"MPSGraphGatherOps", "MPSGraphScatterNDOps", "MPSGraphSortOps", "MPSGraphTopKOps",
            "MPSGraphNonZeroOps", "MPSGraphLinearAlgebraOps", "MPSGraphMatrixInverseOps"}
-CPU = ["cpu", "torch-cpu"]
 
 
 def _mine(r: dict) -> bool:
@@ -68,7 +68,7 @@ def _run(g, feeds, targets, device):
     return [res[t].numpy() for t in targets]
 
 
-@pytest.mark.parametrize("device", CPU)
+@pytest.mark.parametrize("device", DEVICES)
 def test_gather_gradient_sums_duplicates_deterministically(device):
     g = mg.Graph()
     table = g.placeholder([5, 3], mg.float32)
@@ -89,7 +89,7 @@ def test_gather_gradient_sums_duplicates_deterministically(device):
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
 
 
-@pytest.mark.parametrize("device", CPU)
+@pytest.mark.parametrize("device", DEVICES)
 def test_fed_out_of_range_index_is_a_run_time_graph_error(device):
     g = mg.Graph()
     table = g.placeholder([4, 2], mg.float32)
@@ -122,7 +122,7 @@ def test_host_reading_steps_are_marked_and_constant_indices_are_not():
     assert list(host.values()) == [[True], [False], [True], [False]]
 
 
-@pytest.mark.parametrize("device", CPU)
+@pytest.mark.parametrize("device", DEVICES)
 def test_nonzero_indices_shape_is_decided_per_run(device):
     g = mg.Graph()
     x = g.placeholder([2, 3], mg.float32)
@@ -138,7 +138,7 @@ def test_nonzero_indices_shape_is_decided_per_run(device):
         np.testing.assert_array_equal(got_rows, v[v != 0])
 
 
-@pytest.mark.parametrize("device", CPU)
+@pytest.mark.parametrize("device", DEVICES)
 def test_scatter_set_keeps_the_last_duplicate_and_modes_combine(device):
     g = mg.Graph()
     upd = g.placeholder([4], mg.float32)
@@ -154,7 +154,7 @@ def test_scatter_set_keeps_the_last_duplicate_and_modes_combine(device):
         np.testing.assert_allclose(r, want[m.name], rtol=1e-6, err_msg=m.name)
 
 
-@pytest.mark.parametrize("device", CPU)
+@pytest.mark.parametrize("device", DEVICES)
 def test_stable_descending_sort_and_topk_ties(device):
     g = mg.Graph()
     x = g.placeholder([6], mg.float32)
@@ -167,3 +167,30 @@ def test_stable_descending_sort_and_topk_ties(device):
     np.testing.assert_array_equal(got[2], [2, 1, 3])
     np.testing.assert_array_equal(got[4], [0, 4])
     np.testing.assert_array_equal(got[3], [1, 1])
+
+
+@pytest.mark.gpu
+def test_cuda_graph_holds_constant_index_scatters_and_refuses_fed_ones():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    g = mg.Graph()
+    x = g.placeholder([6, 4], mg.float32)
+    fed = g.placeholder([5], mg.int32)
+    const = g.constant(np.array([5, -1, 0, 2, 2], np.int32))
+    y = g.gather(x, indicesTensor=const, axis=0)
+    loss = g.reductionSum(g.multiplication(y, y), axes=[0, 1])
+    dx = g.gradientForPrimaryTensor(loss, [x])[x]
+    s = g.scatterWithData(x, updates=y, indices=const, axis=0, mode=mg.ScatterMode.set)
+    exe = g.compile({x: mg.ShapedType([6, 4], mg.float32)}, [y, dx, s], device="cuda",
+                    cuda_graph=True)  # no step reads back to the host: captured
+    a = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    want = _run(g, {x: a}, [y, dx, s], "cpu")
+    for _ in range(2):
+        got = [r.numpy() for r in exe.run([torch.from_numpy(a).cuda()])]
+        for gg, w in zip(got, want):
+            np.testing.assert_allclose(gg, w, rtol=1e-6, atol=1e-6)
+    z = g.gather(x, indicesTensor=fed, axis=0)
+    with pytest.raises(mg.UnsupportedError, match="cuda_graph"):
+        g.compile({x: mg.ShapedType([6, 4], mg.float32), fed: mg.ShapedType([5], mg.int32)},
+                  [z], device="cuda", cuda_graph=True)

@@ -88,6 +88,7 @@ class GatherAttrs:
     name: str | None = None
     label: str = "indices"
     fill: int = 0  # the start value of a scatter without data (a backend's internal domain)
+    negative: bool = True  # indices may be negative (False: constant ones, all >= 0)
 
 
 # the Swift labels of each op's inputs: (data, updates, indices)
@@ -388,8 +389,9 @@ class GatherOps:
             self._ops.remove(op)
             raise
         if not run_time and op.kernel_attrs is not None:
-            op.attrs = replace(op.attrs, check=False)
-            op.kernel_attrs = replace(op.kernel_attrs, check=False)
+            neg = bool((np.asarray(idx.operation.attrs) < 0).any())
+            op.attrs = replace(op.attrs, check=False, negative=neg)
+            op.kernel_attrs = replace(op.kernel_attrs, check=False, negative=neg)
 
     def _nd_constant_check(self, out: Tensor, a: GatherAttrs, full, idx: Tensor,
                            label: str) -> None:

@@ -407,8 +407,11 @@ class Executable:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
                                self.device.key)
             if not safe:
+                host = [st.kind for st in self._steps if st.host or st.dynamic]
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
-                               "value-dependent shapes", "one with them")
+                               "value-dependent shapes or host reads (nonZeroIndices, a "
+                               "gather / scatter of fed indices)",
+                               f"one with them ({', '.join(dict.fromkeys(host)) or 'variables'})")
         elif not (on_cuda and safe and self._steps):
             return
         replay = self._backend.graph_replayer(

@@ -47,10 +47,17 @@ def _check(idx: torch.Tensor, n: int, a: GatherAttrs, component: int | None = No
 
 def _wrapped(idx: torch.Tensor, n: int, a: GatherAttrs, dtype=I64,
              component: int | None = None) -> torch.Tensor:
+    """`idx` with negative indices wrapped (+ n), as `dtype`. Fed indices are checked with
+    ONE kernel (aminmax) and one device -> host read of its two values, which also tell
+    whether any index is negative (if none, no wrapping kernel runs)."""
+    negative = a.negative
     if a.check and idx.numel():
-        _check(idx, n, a, component)
+        lo, hi = torch.stack(torch.aminmax(idx)).tolist()  # the one device -> host read
+        if lo < -n or hi >= n:
+            _check(idx, n, a, component)  # finds the first offender and raises
+        negative = lo < 0
     idx = idx.to(dtype)
-    return torch.where(idx < 0, idx + n, idx)
+    return torch.where(idx < 0, idx + n, idx) if negative else idx
 
 
 def _nd_rows(full, idx: torch.Tensor, a: GatherAttrs):
@@ -187,10 +194,13 @@ def _scatter(data, upd: torch.Tensor, idx: torch.Tensor, a: GatherAttrs) -> torc
     n = full[ax]
     Bp, pre, post = _prod(full[:B]), _prod(full[B:ax]), _prod(full[ax + 1:])
     i2 = _wrapped(idx, n, a).reshape(Bp, -1)
-    dev = upd.device
-    b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
-    p = torch.arange(pre, dtype=I64, device=dev)[None, :, None]
-    rows = (b * pre + p) * n + i2[:, None, :]  # [Bp, pre, I]: destination rows
+    if Bp == 1 and pre == 1:  # rows of a table (a gather's gradient): the indices themselves
+        rows = i2
+    else:
+        dev = upd.device
+        b = torch.arange(Bp, dtype=I64, device=dev)[:, None, None]
+        p = torch.arange(pre, dtype=I64, device=dev)[None, :, None]
+        rows = (b * pre + p) * n + i2[:, None, :]  # [Bp, pre, I]: destination rows
     ext, R = _alloc(data, upd, a, full, post, a.mode == ScatterMode.set)
     out = _combine_rows(ext, R, rows.reshape(-1), work(upd).reshape(-1, post), a.mode)
     return finish(out.reshape(full), upd.dtype)
