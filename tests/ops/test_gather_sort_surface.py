@@ -194,3 +194,21 @@ def test_cuda_graph_holds_constant_index_scatters_and_refuses_fed_ones():
     with pytest.raises(mg.UnsupportedError, match="cuda_graph"):
         g.compile({x: mg.ShapedType([6, 4], mg.float32), fed: mg.ShapedType([5], mg.int32)},
                   [z], device="cuda", cuda_graph=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fed_k_decides_the_topk_shape_per_run(device):
+    g = mg.Graph()
+    x = g.placeholder([2, 5], mg.float32)
+    k = g.placeholder([], mg.int32)
+    v, i = g.topK(x, k=k)
+    assert v.shape == [2, -1] and i.dataType == mg.int32
+    exe = g.compile({x: mg.ShapedType([2, 5], mg.float32), k: mg.ShapedType([], mg.int32)},
+                    [v, i], device=device)
+    a = np.array([[0, 4, 2, 4, 1], [3, 3, 3, 0, 9]], np.float32)
+    for kk, want in ((1, [[1], [4]]), (3, [[1, 3, 2], [4, 0, 1]]), (0, [[], []])):
+        got_v, got_i = (r.numpy() for r in exe.run([a, np.array(kk, np.int32)]))
+        np.testing.assert_array_equal(got_i, np.array(want, np.int32).reshape(2, kk))
+        np.testing.assert_array_equal(got_v, np.take_along_axis(a, got_i, 1))
+    with pytest.raises(mg.ShapeError, match="kTensor.*k <= 5"):
+        exe.run([a, np.array(6, np.int32)])
