@@ -91,7 +91,7 @@ def _fix_empty(shp, n):
 
 
 # ---------------------------------------------------------------------------- gather / scatter
-def _gather_case(rng, dt, k, pick, scatter):
+def _gather_case(rng, dt, k, pick):
     U = int(rng.integers(1, 4))
     full = tuple(size(rng, 0, 4) for _ in range(U))
     axis = int(rng.integers(0, U))
@@ -108,7 +108,7 @@ def _gather_case(rng, dt, k, pick, scatter):
 def _gather_samples(rng, dt):
     pick = cycle(rng)
     for k in range(n_samples() + 3):
-        full, idx, ax, B = _gather_case(rng, dt, k, pick, False)
+        full, idx, ax, B = _gather_case(rng, dt, k, pick)
         u = arr(rng, full, dt)
         form = pick(k, "form", ("fed", "const"))
         kw = {"axis": ax, "batchDimensions": B, "form": form}
@@ -157,16 +157,12 @@ def _torch_gather(u, *rest, axis, batchDimensions, form, idx=None):
         (0,) + u.shape[1:ax] + i.shape[B:] + u.shape[ax + 1:], dtype=u.dtype)
 
 
-def _mode_dtypes(mode):
-    return NUMERIC
-
-
 def _scatter_samples(with_data):
     def gen(rng, dt):
         mg = _mg()
         pick = cycle(rng)
         for k in range(n_samples() + 6):
-            full, idx, ax, B = _gather_case(rng, dt, k, pick, True)
+            full, idx, ax, B = _gather_case(rng, dt, k, pick)
             axis = ax % len(full)
             B = 0  # Apple's scatter has no batch dimensions
             idx = _indices(rng, _fix_empty(idx.shape[B:] if B else idx.shape, full[axis]),

@@ -417,7 +417,7 @@ class GatherOps:
 
         inputs = [("updates", updates), ("indices", indices)]
         if isinstance(axis, Tensor):
-            if kind == "gatherAlongAxis" and "Tensor" not in kind:
+            if kind == "gatherAlongAxis":  # an axis given as a Tensor (API.md rule 10)
                 kind = "gatherAlongAxisTensor"
             inputs.append(("axisTensor", axis))
             a = GatherAttrs("along", None, check=False)
@@ -512,7 +512,7 @@ class GatherOps:
         if data is not None:
             inputs.insert(0, ("data", data))
         if isinstance(axis, Tensor):
-            if kind == "scatterAlongAxis":
+            if kind == "scatterAlongAxis":  # an axis given as a Tensor (API.md rule 10)
                 kind = "scatterAlongAxisTensor"
             inputs.append(("axisTensor", axis))
             a = GatherAttrs("along", None, 0, shp, m, check=False)
