@@ -28,6 +28,7 @@ from .types import (
     LossReductionType,
     PaddingStyle,
     RNNActivation,
+    ScatterMode,
     ShapedType,
     TensorNamedDataLayout,
 )
@@ -47,7 +48,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
     "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
-    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
+    "LossReductionType", "ScatterMode", "Convolution2DOpDescriptor", "LSTMDescriptor",
+    "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",

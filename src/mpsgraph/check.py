@@ -18,7 +18,14 @@ import numpy as np
 from .descriptors import Convolution2DOpDescriptor
 from .graph import Graph
 from .runtime.device import Device
-from .types import DataType, LossReductionType, PaddingStyle, RNNActivation, ShapedType
+from .types import (
+    DataType,
+    LossReductionType,
+    PaddingStyle,
+    RNNActivation,
+    ScatterMode,
+    ShapedType,
+)
 from .types import TensorNamedDataLayout as L
 
 # ----------------------------------------------------------------------------- f64 references
@@ -401,6 +408,7 @@ def _ops_table():
         return np.array([-(labels * logp).sum() / logits.shape[0]])
 
     pool = Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
+    idx = np.array([2, -1, 2, 0], np.int32)  # gather / scatter indices: duplicates, negative
     sm = lambda a: np.exp(a - a.max(-1, keepdims=True)) / np.exp(  # noqa: E731
         a - a.max(-1, keepdims=True)).sum(-1, keepdims=True)
     return [
@@ -470,6 +478,22 @@ def _ops_table():
          lambda a: pool_ref(a, "max"), [(2, 2, 4, 4)], "any"),
         ("pooling", "avgPooling2D", lambda g, a: g.avgPooling2D(a, pool),
          lambda a: pool_ref(a, "avg"), [(2, 2, 4, 4)], "any"),
+        ("gather", "gather (duplicate, negative indices)",
+         lambda g, a: g.gather(a, indicesTensor=g.constant(idx), axis=1),
+         lambda a: a[:, idx % a.shape[1]], [(2, 4, 3)], "any"),
+        ("gather", "scatterWithData add", lambda g, a, b: g.scatterWithData(
+            a, updates=b, indices=g.constant(idx), axis=0, mode=ScatterMode.add),
+         lambda a, b: a + np.stack([b[idx % 4 == r].sum(0) for r in range(4)]),
+         [(4, 3), (4, 3)], "any"),
+        ("sort", "sort descending", lambda g, a: g.sort(a, axis=1, descending=True),
+         lambda a: -np.sort(-a, axis=1), [(3, 5)], "any"),
+        ("sort", "topK", lambda g, a: g.topK(a, k=2)[0],
+         lambda a: -np.sort(-a, axis=-1)[..., :2], [(3, 5)], "any"),
+        ("linalg", "bandPart", lambda g, a: g.bandPart(a, numLower=1, numUpper=0),
+         lambda a: np.tril(np.triu(a, -1)), [(2, 4, 4)], "any"),
+        ("linalg", "inverse", lambda g, a: g.inverse(g.addition(a, g.constant(
+            3 * np.eye(3, dtype=np.float32)))), lambda a: np.linalg.inv(a + 3 * np.eye(3)),
+         [(2, 3, 3)], "any"),
     ] + _math_ops_table()
 
 

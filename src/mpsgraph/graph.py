@@ -15,6 +15,8 @@ from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
+from .ops.gather import GatherOps
+from .ops.linalg import LinalgOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
@@ -22,6 +24,7 @@ from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
+from .ops.sort import SortOps
 from .types import SUB_BYTE, DataType, ShapedType
 
 _ML_DTYPES = {DataType.bFloat16.numpy_dtype, *(d.numpy_dtype for d in SUB_BYTE)}
@@ -206,7 +209,8 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, AutodiffOps):
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, GatherOps, SortOps,
+            LinalgOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

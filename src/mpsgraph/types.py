@@ -17,6 +17,7 @@ __all__ = [
     "TensorNamedDataLayout",
     "RNNActivation",
     "LossReductionType",
+    "ScatterMode",
 ]
 
 
@@ -234,3 +235,19 @@ class LossReductionType(IntEnum):
 
     def __repr__(self) -> str:
         return f"LossReductionType.{self.name}"
+
+
+class ScatterMode(IntEnum):
+    """`MPSGraphScatterMode` (MPSGraphScatterNDOps.h): how a scatter combines an update with the
+    value already at its destination (semantics: ops/gather.py)."""
+
+    add = 0
+    sub = 1
+    mul = 2
+    div = 3
+    min = 4
+    max = 5
+    set = 6
+
+    def __repr__(self) -> str:
+        return f"ScatterMode.{self.name}"

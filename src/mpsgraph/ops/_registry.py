@@ -11,6 +11,10 @@ Contract of the rules kept here (each family module registers its own):
 - Inputs listed in `value_inputs` (shape tensors) are also needed as VALUES. When such a value
   is unknown at compile time (it is computed or fed), `infer` runs again at run time with the
   value in `ctx.values` (SPEC: the check then happens at run time).
+- `host_reads(op) -> bool` (optional): the op's kernel reads values back to the host when it
+  runs: a result shape that depends on values (nonZeroIndices) or a run-time check of index
+  values (a gather with fed indices). A compiled Executable never captures such a step in a
+  CUDA graph (runtime/executable.py).
 - `grad(g, op, out_grads) -> {input_name: Tensor}` builds the gradients of the op's inputs as
   new graph ops, from the incoming gradients of its outputs (`None` for an output nothing
   depends on). It never computes numbers. Inputs it omits get no gradient.
@@ -66,14 +70,16 @@ class OpDef:
     infer: InferFn
     grad: GradFn | None = None
     value_inputs: tuple[str, ...] = field(default=())
+    host_reads: Callable[[Operation], bool] | None = None
 
 
 OPS: dict[str, OpDef] = {}
 
 
 def register_op(name: str, infer: InferFn, grad: GradFn | None = None,
-                value_inputs: tuple[str, ...] = ()) -> OpDef:
+                value_inputs: tuple[str, ...] = (),
+                host_reads: Callable[[Operation], bool] | None = None) -> OpDef:
     if name in OPS:
         raise RuntimeError(f"op {name!r} registered twice")
-    OPS[name] = OpDef(name, infer, grad, value_inputs)
+    OPS[name] = OpDef(name, infer, grad, value_inputs, host_reads)
     return OPS[name]

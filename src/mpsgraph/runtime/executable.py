@@ -5,6 +5,15 @@ shape rules check everything), resolve each op's kernel for the device, and plan
 holds which value and when it can be freed. `run` only converts the inputs and replays the
 plan. The one exception is an op whose shape depends on a VALUE not known at compile time (a
 shape tensor that is fed or computed): its rule runs again at run time on that value.
+
+Value-dependent result shapes: an op such as `nonZeroIndices` has a result whose size is
+decided by each run (compiled type `[-1, rank]`; its kernel returns `[count, rank]`). Every op
+that uses such a result (directly or further down) has an input shape unknown at compile
+time, so it is planned as a dynamic step: its shape rule runs again on every run, on the
+shapes it is given, to produce its kernel attributes (`_runtime_attrs`); the kernels, slots
+and order are still planned once. Steps that read values back to the host (that op, and a
+gather / scatter checking fed indices: `OpDef.host_reads`) and dynamic steps keep the
+executable out of CUDA-graph capture (`_setup_options`).
 """
 
 from __future__ import annotations
@@ -306,11 +315,12 @@ def schedule(order: list[Operation]) -> list[Operation]:
 
 class _Step:
     __slots__ = ("op", "kernel", "ins", "outs", "attrs", "dynamic", "free", "n_out", "kind",
-                 "fused")
+                 "fused", "host")
 
-    def __init__(self, op, kernel, ins, outs, attrs, dynamic):
+    def __init__(self, op, kernel, ins, outs, attrs, dynamic, host=False):
         self.op, self.kernel, self.ins, self.outs = op, kernel, ins, outs
         self.attrs, self.dynamic, self.kind = attrs, dynamic, op.kind
+        self.host = host  # the kernel reads values back to the host (OpDef.host_reads)
         self.n_out = len(outs)
         self.free: tuple[int, ...] = ()
         self.fused: tuple[Operation, ...] = ()  # the ops a fused step runs (none: one op)
@@ -384,8 +394,12 @@ class Executable:
           GPUs (faster, ~10-bit mantissa products). Default False: float32 means float32.
         - `cuda_graph` (CUDA devices): capture the whole plan once into a CUDA graph and
           replay it on every run, with no per-op launch cost. Default (None): on, where that
-          is safe - a CUDA device, no op whose shapes depend on values (variables and
-          assigns are fine: their storage stays at one address, assigns write into it) - with
+          is safe - a CUDA device, no op whose shapes depend on values and no op that reads
+          values back to the host (nonZeroIndices, whose result shape is decided by each run,
+          and the ops after it, which are re-planned on every run from the shapes they get;
+          a gather / scatter with fed indices, checked on the host: OpDef.host_reads);
+          variables and assigns are fine: their storage stays at one address, assigns write
+          into it - with
           each result copied out of the graph's buffers, and only where it pays: the first
           ten runs alternate between the replay and running op by op, timing both
           (synchronised), and the faster way is kept; if capturing fails the executable
@@ -426,14 +440,17 @@ class Executable:
         on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
         in_place = getattr(self._backend, "assigns_in_place", False)
         safe = (in_place or not (self._vars or self._assigns)) and not any(
-            st.dynamic for st in self._steps)
+            st.dynamic or st.host for st in self._steps)
         if want:
             if not on_cuda:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
                                self.device.key)
             if not safe:
+                host = [st.kind for st in self._steps if st.host or st.dynamic]
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a graph without "
-                               "value-dependent shapes", "one with them")
+                               "value-dependent shapes or host reads (nonZeroIndices, a "
+                               "gather / scatter of fed indices)",
+                               f"one with them ({', '.join(dict.fromkeys(host)) or 'variables'})")
         elif not (on_cuda and safe and self._steps) or any(
                 st.kind in COLLECTIVES for st in self._steps):
             return
@@ -513,7 +530,8 @@ class Executable:
                     assigns.append((op, ins[1]))
                 continue
             kernel = be.kernel(kind)
-            steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic))
+            host = opdef.host_reads is not None and bool(opdef.host_reads(op))
+            steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic, host))
         # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
         rank = {id(o): i for i, o in enumerate(self._target_ops)}
         assigns.sort(key=lambda a: rank[id(a[0])])
