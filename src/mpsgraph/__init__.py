@@ -26,6 +26,7 @@ from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
     LossReductionType,
+    PaddingMode,
     PaddingStyle,
     RNNActivation,
     ShapedType,
@@ -46,7 +47,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
-    "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
+    "DataType", "ShapedType", "PaddingStyle", "PaddingMode", "TensorNamedDataLayout", "RNNActivation",
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
