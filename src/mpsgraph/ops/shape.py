@@ -1151,8 +1151,13 @@ class ShapeOps:
         return self._add(op, [("tensor", tensor)], attrs, name)[0]
 
     def _strided_args(self, op, name, starts, ends, strides, startMask, endMask, squeezeMask,
-                      start=None, end=None, strideTensor=None, sizeTensor=None) -> SliceAttrs:
-        """SliceAttrs of the strided forms (lists or constant tensors; start/size form too)."""
+                      start=None, end=None, strideTensor=None, sizeTensor=None,
+                      labels=("starts", "ends", "strides")) -> SliceAttrs:
+        """SliceAttrs of the strided forms (lists or constant tensors; start/size form too).
+        Errors name the label the caller used."""
+        ls = "start" if start is not None else labels[0]
+        le = "end" if end is not None else labels[1]
+        lt = "strideTensor" if strideTensor is not None else labels[2]
         starts = _pick(op, name, "starts", starts, "start", start)
         ends = _pick(op, name, "ends", ends, "end", end)
         strides = _pick(op, name, "strides", strides, "strideTensor", strideTensor)
@@ -1166,7 +1171,7 @@ class ShapeOps:
             if starts is None:
                 raise op_error(GraphError, op, "start", "the starts of the sizeTensor form",
                                None, name)
-            b = self._ints(op, name, "start", starts)
+            b = self._ints(op, name, ls, starts)
             n = self._ints(op, name, "sizeTensor", sizeTensor)
             if len(n) != len(b):
                 raise op_error(ShapeError, op, "sizeTensor", f"{len(b)} entries (one per start)",
@@ -1182,11 +1187,11 @@ class ShapeOps:
             raise op_error(GraphError, op, "starts", "starts, ends and strides (or dimension, "
                            "start and length)", {"starts": starts, "ends": ends,
                                                  "strides": strides}, name)
-        st = self._ints(op, name, "strides", strides)
+        st = self._ints(op, name, lt, strides)
         if 0 in st:
-            raise op_error(ShapeError, op, "strides", "strides != 0", list(st), name)
-        return SliceAttrs(starts=self._ints(op, name, "starts", starts),
-                          ends=self._ints(op, name, "ends", ends), strides=st,
+            raise op_error(ShapeError, op, lt, "strides != 0", list(st), name)
+        return SliceAttrs(starts=self._ints(op, name, ls, starts),
+                          ends=self._ints(op, name, le, ends), strides=st,
                           startMask=masks[0], endMask=masks[1], squeezeMask=masks[2])
 
     def _ints(self, op, name, label, value, scalar=False):
@@ -1546,6 +1551,10 @@ class ShapeOps:
                                                    startsTensor),
                                    _pick(op, name, "ends", ends, "endsTensor", endsTensor),
                                    _pick(op, name, "strides", strides, "stridesTensor",
-                                         stridesTensor), startMask, endMask, squeezeMask)
+                                         stridesTensor), startMask, endMask, squeezeMask,
+                                   labels=tuple(t if v is not None else t[:-6] for t, v in (
+                                       ("startsTensor", startsTensor),
+                                       ("endsTensor", endsTensor),
+                                       ("stridesTensor", stridesTensor))))
         return self._add(op, [("dataTensor", dataTensor), ("updateTensor", update)], attrs,
                          name)[0]

@@ -184,7 +184,8 @@ def tileGradient(dy: np.ndarray, src: np.ndarray, attrs) -> np.ndarray:
 @kernel("split")
 def split(x: np.ndarray, attrs) -> tuple[np.ndarray, ...]:
     axis, offsets, sizes = attrs
-    return tuple(np.split(x, offsets, axis=axis))
+    parts = np.split(x, offsets, axis=axis)
+    return parts[0] if len(parts) == 1 else tuple(parts)
 
 
 @kernel("stack")

@@ -236,7 +236,8 @@ def tileGradient(dy: torch.Tensor, src, attrs) -> torch.Tensor:
 @kernel("split")
 def split(x: torch.Tensor, attrs) -> tuple[torch.Tensor, ...]:
     axis, offsets, sizes = attrs
-    return tuple(torch.split(x, list(sizes), dim=axis))
+    parts = torch.split(x, list(sizes), dim=axis)
+    return parts[0] if len(parts) == 1 else tuple(parts)
 
 
 @kernel("stack")
@@ -276,10 +277,12 @@ def coordinate(anchor: torch.Tensor, attrs) -> torch.Tensor:
 def reinterpretCast(x: torch.Tensor, attrs) -> torch.Tensor:
     to, shape = attrs
     to = torch_dtype(to)
-    y = x.contiguous()
-    if y.dim() == 0:
-        y = y.reshape(1)
-    y = y.view(torch.uint8) != 0 if to == torch.bool else y.view(to)
+    flat = x.contiguous().reshape(-1)  # (a flat view: dtype views need stride-1 rows)
+    if flat.numel() == 0:
+        return torch.empty(shape, dtype=to, device=x.device)
+    if flat.stride(0) != 1:
+        flat = torch.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
+    y = flat.view(torch.uint8) != 0 if to == torch.bool else flat.view(to)
     return y.reshape(shape) if shape is not None else y
 
 
