@@ -1194,6 +1194,14 @@ class ShapeOps:
                           ends=self._ints(op, name, le, ends), strides=st,
                           startMask=masks[0], endMask=masks[1], squeezeMask=masks[2])
 
+    def _arg(self, op, name, label, value, tensor_label, tensor, scalar=False):
+        """An int argument (or list) given by `label` or by its Swift tensor label (a constant
+        Tensor); None when neither is given. Errors name the label used."""
+        v = _pick(op, name, label, value, tensor_label, tensor)
+        if v is None:
+            return None
+        return self._ints(op, name, tensor_label if tensor is not None else label, v, scalar)
+
     def _ints(self, op, name, label, value, scalar=False):
         """An int (scalar) or a list of ints given as such or as a constant Tensor."""
         from ..graph import Tensor
@@ -1268,9 +1276,7 @@ class ShapeOps:
                    axesTensor: Tensor | None = None, name: str | None = None) -> Tensor:
         """Insert size-1 dimensions at `axis` / `axes` (positions in the result, negative
         from its end); `axesTensor=` (or `axes=` a Tensor): a constant 1-D int tensor."""
-        axes = _pick("expandDims", name, "axes", axes, "axesTensor", axesTensor)
-        if axes is not None:
-            axes = self._ints("expandDims", name, "axes", axes)
+        axes = self._arg("expandDims", name, "axes", axes, "axesTensor", axesTensor)
         attrs = _axes_args("expandDims", name, axis, axes)
         if attrs.axes is None:
             raise op_error(GraphError, "expandDims", "axis", "an axis or a list of axes", None,
@@ -1283,9 +1289,7 @@ class ShapeOps:
         """Remove size-1 dimensions: the given `axis` / `axes` / `axesTensor` (a constant 1-D
         int tensor; each axis must have size 1), or every size-1 dimension when none is given
         (Swift `squeeze(_:name:)`)."""
-        axes = _pick("squeeze", name, "axes", axes, "axesTensor", axesTensor)
-        if axes is not None:
-            axes = self._ints("squeeze", name, "axes", axes)
+        axes = self._arg("squeeze", name, "axes", axes, "axesTensor", axesTensor)
         attrs = _axes_args("squeeze", name, axis, axes)
         return self._add("squeeze", [("tensor", tensor)], attrs, name)[0]
 
@@ -1360,7 +1364,8 @@ class ShapeOps:
         size; `splitSizesTensor=`: a constant 1-D int tensor), or `numSplits` equal pieces (the
         size divisible by it). Returns a list of tensors, in order; views of the data."""
         op = "split"
-        sizes = _pick(op, name, "splitSizes", splitSizes, "splitSizesTensor", splitSizesTensor)
+        sizes = self._arg(op, name, "splitSizes", splitSizes, "splitSizesTensor",
+                          splitSizesTensor)
         ax = check_int(op, name, "axis", axis)
         if (sizes is None) == (numSplits is None):
             raise op_error(GraphError, op, "splitSizes", "exactly one of splitSizes and "
@@ -1371,7 +1376,7 @@ class ShapeOps:
                 raise op_error(ShapeError, op, "numSplits", "numSplits >= 1", k, name)
             attrs = _SplitAttrs(ax, num=k)
         else:
-            sz = self._ints(op, name, "splitSizes", sizes)
+            sz = sizes
             if not sz or any(v < 0 for v in sz):
                 raise op_error(ShapeError, op, "splitSizes", "one or more sizes >= 0", list(sz),
                                name)
@@ -1399,19 +1404,16 @@ class ShapeOps:
         """The elements in reverse order along `axes` (distinct, negative from the end;
         `axesTensor=`: a constant 1-D int tensor), or along every axis when none are given
         (Swift `reverse(_:name:)`). Same shape; TensorFlow's reverse."""
-        axes = _pick("reverse", name, "axes", axes, "axesTensor", axesTensor)
-        if axes is not None:
-            axes = self._ints("reverse", name, "axes", axes)
+        axes = self._arg("reverse", name, "axes", axes, "axesTensor", axesTensor)
         return self._add("reverse", [("tensor", tensor)], axes, name)[0]
 
     def flatten2D(self, tensor: Tensor, axis: int | Tensor | None = None, *,
                   axisTensor: Tensor | None = None, name: str | None = None) -> Tensor:
         """The rank-2 tensor [prod(shape[:axis]), prod(shape[axis:])] (axis in [-r, r],
         negative from the end; `axisTensor=`: a constant scalar int tensor)."""
-        axis = _pick("flatten2D", name, "axis", axis, "axisTensor", axisTensor)
-        if axis is None:
+        a = self._arg("flatten2D", name, "axis", axis, "axisTensor", axisTensor, scalar=True)
+        if a is None:
             raise op_error(GraphError, "flatten2D", "axis", "an axis", None, name)
-        a = self._ints("flatten2D", name, "axis", axis, scalar=True)
         return self._add("flatten2D", [("tensor", tensor)], a, name)[0]
 
     # ------------------------------------------------------------------ space <-> depth, batch
@@ -1448,18 +1450,18 @@ class ShapeOps:
 
     def _blocks(self, op, tensor, spatial, batch, block, pixel, spatial_t, batch_t, block_t,
                 name):
-        spatial = _pick(op, name, "spatialAxes", spatial, "spatialAxesTensor", spatial_t)
-        batch = _pick(op, name, "batchAxis", batch, "batchAxisTensor", batch_t)
-        block = _pick(op, name, "blockDimensions", block, "blockDimensionsTensor", block_t)
+        spatial = self._arg(op, name, "spatialAxes", spatial, "spatialAxesTensor", spatial_t)
+        batch = self._arg(op, name, "batchAxis", batch, "batchAxisTensor", batch_t,
+                          scalar=True)
+        block = self._arg(op, name, "blockDimensions", block, "blockDimensionsTensor",
+                          block_t)
         for label, v in (("spatialAxes", spatial), ("batchAxis", batch),
                          ("blockDimensions", block)):
             if v is None:
                 raise op_error(GraphError, op, label, f"{label} (or its tensor form)", None,
                                name)
-        attrs = _BlockAttrs(self._ints(op, name, "spatialAxes", spatial),
-                            self._ints(op, name, "batchAxis", batch, scalar=True),
-                            self._ints(op, name, "blockDimensions", block),
-                            _bool(op, name, "usePixelShuffleOrder", pixel))
+        attrs = _BlockAttrs(spatial, batch, block, _bool(op, name, "usePixelShuffleOrder",
+                                                         pixel))
         return self._add(op, [("tensor", tensor)], attrs, name)[0]
 
     def space(self, tensor: Tensor, *, widthAxis: int | Tensor | None = None,
@@ -1496,10 +1498,10 @@ class ShapeOps:
         axes = []
         for label, v, vt in (("widthAxis", w, w_t), ("heightAxis", h, h_t),
                              ("depthAxis", d, d_t)):
-            v = _pick(op, name, label, v, label + "Tensor", vt)
+            v = self._arg(op, name, label, v, label + "Tensor", vt, scalar=True)
             if v is None:
                 raise op_error(GraphError, op, label, f"{label} (or {label}Tensor)", None, name)
-            axes.append(self._ints(op, name, label, v, scalar=True))
+            axes.append(v)
         b = check_int(op, name, "blockSize", blockSize)
         attrs = _BlockAttrs((axes[1], axes[0]), axes[2], (b, b),
                             _bool(op, name, "usePixelShuffleOrder", pixel),
@@ -1515,13 +1517,13 @@ class ShapeOps:
         (negative axes count from the end). The tensor forms take constant int tensors (a
         scalar axis, a 1-D shape)."""
         op = "coordinate"
-        axis = _pick(op, name, "alongAxis", alongAxis, "alongAxisTensor", alongAxisTensor)
-        shape = _pick(op, name, "withShape", withShape, "withShapeTensor", withShapeTensor)
+        axis = self._arg(op, name, "alongAxis", alongAxis, "alongAxisTensor", alongAxisTensor,
+                         scalar=True)
+        shape = self._arg(op, name, "withShape", withShape, "withShapeTensor", withShapeTensor)
         if axis is None or shape is None:
             raise op_error(GraphError, op, "alongAxis" if axis is None else "withShape",
                            "an axis and a shape", None, name)
-        attrs = _CoordAttrs(self._ints(op, name, "alongAxis", axis, scalar=True),
-                            self._ints(op, name, "withShape", shape))
+        attrs = _CoordAttrs(axis, shape)
         # the kernel's one input: a scalar on the run's device (the result is made there)
         anchor = self.constant(np.zeros((), np.int32))
         return self._add(op, [("device", anchor)], attrs, name)[0]
