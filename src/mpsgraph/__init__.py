@@ -47,7 +47,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
-    "DataType", "ShapedType", "PaddingStyle", "PaddingMode", "TensorNamedDataLayout", "RNNActivation",
+    "DataType", "ShapedType", "PaddingStyle", "PaddingMode", "TensorNamedDataLayout",
+    "RNNActivation",
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",

@@ -18,7 +18,7 @@ import numpy as np
 from .descriptors import Convolution2DOpDescriptor
 from .graph import Graph
 from .runtime.device import Device
-from .types import DataType, LossReductionType, PaddingStyle, RNNActivation, ShapedType
+from .types import DataType, LossReductionType, PaddingMode, PaddingStyle, RNNActivation, ShapedType
 from .types import TensorNamedDataLayout as L
 
 # ----------------------------------------------------------------------------- f64 references
@@ -462,6 +462,18 @@ def _ops_table():
          lambda a: a[:, 1:3], [(2, 4)], "any"),
         ("shape", "concatTensors", lambda g, a, b: g.concatTensors([a, b], 0),
          lambda a, b: np.concatenate([a, b], 0), [(2, 3), (1, 3)], "any"),
+        ("shape", "padTensor reflect",
+         lambda g, a: g.padTensor(a, PaddingMode.reflect, [1, 2], [2, 1]),
+         lambda a: np.pad(a, [(1, 2), (2, 1)], mode="reflect"), [(3, 4)], "any"),
+        ("shape", "tileTensor", lambda g, a: g.tileTensor(a, [2, 3]),
+         lambda a: np.tile(a, (2, 3)), [(2, 3)], "any"),
+        ("shape", "reverse", lambda g, a: g.reverse(a, axes=[0, -1]),
+         lambda a: a[::-1, :, ::-1], [(2, 3, 4)], "any"),
+        ("shape", "spaceToDepth2D",
+         lambda g, a: g.spaceToDepth2D(a, widthAxis=3, heightAxis=2, depthAxis=1, blockSize=2,
+                                       usePixelShuffleOrder=True),
+         lambda a: a.reshape(2, 3, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(2, 12, 2, 2),
+         [(2, 3, 4, 4)], "any"),
         ("loss", "softMaxCrossEntropy",
          lambda g, a, lab: g.softMaxCrossEntropy(a, lab, -1,
                                                  reductionType=LossReductionType.mean),

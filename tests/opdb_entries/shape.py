@@ -1276,7 +1276,7 @@ add(OpInfo("split", build=_split_build, ref=_split_ref, samples=_split_samples, 
 def _stack_samples(rng, dt):
     from ._common import broadcast_shapes
 
-    for k in range(n_samples()):
+    for _ in range(n_samples()):
         n = int(rng.integers(1, 4))
         shapes = broadcast_shapes(rng, n)
         xs = [arr(rng, s, dt) for s in shapes]
@@ -1575,7 +1575,7 @@ add(OpInfo("coordinate", build=_coordinate_build, ref=_coordinate_ref,
 # ---------------------------------------------------------------------------- reinterpretCast
 def _reinterpret_samples(rng, dt):
     size = np_dtype(dt).itemsize
-    for k in range(n_samples()):
+    for _ in range(n_samples()):
         shp = list(shape(rng, int(rng.integers(1, 4))))
         shp[-1] = (8 // size) * int(rng.integers(0, 3))  # a multiple of 8 bytes
         x = arr(rng, shp, dt, -100, 100)

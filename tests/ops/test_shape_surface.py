@@ -143,7 +143,8 @@ def test_pad_every_axis_at_once(device):
 def test_pad_constant_in_the_tensors_type(device):
     x = np.array([1, 2], np.uint8)
     for value, fill in ((-3.0, 0), (300.0, 255), (7.9, 7), (float("nan"), 0)):
-        got = run(lambda g, t: g.padTensor(t, PM.constant, [1], [0], value), x, device=device)
+        got = run(lambda g, t, v=value: g.padTensor(t, PM.constant, [1], [0], v), x,
+                  device=device)
         np.testing.assert_array_equal(got, np.array([fill, 1, 2], np.uint8))
     b = run(lambda g, t: g.padTensor(t, PM.constant, [1], [1], 0.5),
             np.array([False], np.bool_), device=device)
@@ -249,7 +250,7 @@ def test_reverse_and_flatten(device):
         run(lambda g, t: g.reverse(t, axesTensor=g.constant(np.array([1], np.int32))), x,
             device=device), x[:, ::-1])
     for axis, shp in ((0, (1, 24)), (1, (2, 12)), (-1, (6, 4)), (3, (24, 1))):
-        assert run(lambda g, t: g.flatten2D(t, axis), x, device=device).shape == shp
+        assert run(lambda g, t, a=axis: g.flatten2D(t, a), x, device=device).shape == shp
 
 
 def test_tensor_arguments_must_be_constant():

@@ -1,6 +1,9 @@
 """The shape family (Apple's MPSGraphTensorShapeOps.h, plus `cast` and `identity`):
 reshape, broadcast, transpose, transposeTensor, sliceTensor, sliceGradientTensor,
-concatTensors / concatTensor, cast, expandDims, squeeze, identity, shapeOf.
+sliceUpdateDataTensor, concatTensors / concatTensor, cast, reinterpretCast, expandDims, squeeze,
+identity, shapeOf, padTensor, padGradient, tileTensor, tileGradient, split, stack, reverse,
+flatten2D, depth (depthToSpace2D), space (spaceToDepth2D), spaceToBatch, batchToSpace,
+coordinate.
 
 Shapes (r = rank of `tensor`; negative axes count from the end everywhere):
 
@@ -17,6 +20,21 @@ Shapes (r = rank of `tensor`; negative axes count from the end everywhere):
     squeeze(x[, axis= / axes=])          -> size-1 axes removed (all of them if none given)
     identity(x)                          -> x
     shapeOf(x)                           -> [r] int32, the shape as a tensor
+    padTensor(x, mode, left, right)      -> [l_i + d_i + r_i]
+    padGradient(dy, x, mode, left, right) -> x.shape (dy: the padded shape)
+    tileTensor(x, m)                     -> [d_i * m_i];  tileGradient(dy, x, m) -> x.shape
+    split(x, splitSizes= / numSplits=, axis=) -> a list of x.shape with the piece's size at axis
+    stack([x0, x1, ...], axis)           -> broadcast shape s with k inserted at axis
+    reverse(x[, axes])                   -> x.shape
+    flatten2D(x, axis)                   -> [prod(d[:axis]), prod(d[axis:])]
+    spaceToDepth2D(x, w, h, d, b)        -> H / b, W / b, D * b^2 (depthToSpace2D: inverse)
+    spaceToBatch(x, axes, batch, B)      -> spatial d_i / B_i, batch * prod(B) (batchToSpace:
+                                            inverse)
+    coordinate(axis, shape)              -> shape, int32
+    reinterpretCast(x, to)               -> last dimension * sizeof(x) / sizeof(to)
+    sliceUpdateDataTensor(x, u, ...)     -> x.shape (u broadcasts to the slice)
+
+The decisions of the ops added for issue 16 are in docs/semantics.md, "Shape family (issue 16)".
 
 Shape arguments given as tensors (`reshape(x, shapeTensor)`, `broadcast(x, shapeTensor)`,
 `sliceGradientTensor`'s `fwdInShapeTensor`) are 1-D int32 / int64 tensors; their value is used
@@ -28,9 +46,10 @@ Decisions where Apple's documentation is silent (each tested):
 
 - sliceTensor(dimension:start:length:): `start` may be negative (Apple: counts from the end);
   the slice must lie inside the dimension (start + length <= size, length >= 0), else
-  ShapeError. The strided form follows TensorFlow's strided_slice (Apple's reference) without
-  masks: one start, end and stride per axis (exactly rank entries), negative starts/ends count
-  from the end, out-of-range values are clamped, a stride may be negative but not 0.
+  ShapeError. The strided form follows TensorFlow's strided_slice (Apple's reference): one
+  start, end and stride per axis (exactly rank entries), negative starts/ends count from the
+  end, out-of-range values are clamped, a stride may be negative but not 0; start / end /
+  squeeze masks as TensorFlow's begin / end / shrink-axis masks.
 - concatTensors: every input has the same rank and dataType; the other dimensions must be
   broadcast compatible (Apple: "Tensors must be broadcast compatible along all other
   dimensions") and are broadcast.
