@@ -257,14 +257,44 @@ def test_tensor_arguments_must_be_constant():
     g = mg.Graph()
     x = g.placeholder([2, 3])
     axes = g.placeholder([1], DT.int32)
-    with pytest.raises(mg.UnsupportedError, match="reverse.*axesTensor"):
-        g.reverse(x, axesTensor=axes)
+    with pytest.raises(mg.UnsupportedError, match="squeeze.*axesTensor"):
+        g.squeeze(x, axesTensor=axes)
+    with pytest.raises(mg.UnsupportedError, match="split.*splitSizesTensor"):
+        g.split(x, splitSizesTensor=axes, axis=0)
     with pytest.raises(mg.DataTypeError, match="flatten2D.*axis"):
         g.flatten2D(x, g.constant(np.float32(1)))
     with pytest.raises(mg.GraphError, match="reverse.*axesTensor"):
         g.reverse(x, [0], axesTensor=g.constant(np.array([0], np.int32)))
+    with pytest.raises(mg.ShapeError, match="coordinate.*withShapeTensor"):
+        g.coordinate(0, withShapeTensor=g.placeholder([-1], DT.int32))
     # shapeOf of a static tensor counts as a constant
     assert g.coordinate(0, g.shapeOf(x)).shape == [2, 3]
+
+
+def test_fed_axes_of_reverse_flatten2D_coordinate(device):
+    """reverse's axesTensor, flatten2D's axisTensor and coordinate's tensors may be fed: the
+    shape rule reads their values when the graph runs (a bad value is then a GraphError)."""
+    g = mg.Graph()
+    x = g.placeholder([2, 3, 4])
+    ax = g.placeholder([-1], DT.int32)
+    a0 = g.placeholder([], DT.int64)
+    shp = g.placeholder([2], DT.int32)
+    r, f, c = g.reverse(x, axesTensor=ax), g.flatten2D(x, a0), g.coordinate(a0, shp)
+    assert r.shape == [2, 3, 4] and f.shape == [-1, -1] and c.shape == [-1, -1]
+    xv = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    feeds = {x: xv, ax: np.array([0, -1], np.int32), a0: np.array(1, np.int64),
+             shp: np.array([2, 5], np.int32)}
+    res = g.run(feeds, [r, f, c], device=device)
+    np.testing.assert_array_equal(res[r].numpy(), xv[::-1, :, ::-1])
+    assert res[f].numpy().shape == (2, 12)
+    np.testing.assert_array_equal(res[c].numpy(), np.tile(np.arange(5, dtype=np.int32), (2, 1)))
+    d = g.gradientForPrimaryTensor(g.reductionSum(g.multiplication(r, g.constant(xv))), [x])[x]
+    np.testing.assert_array_equal(g.run(feeds, [d], device=device)[d].numpy(),
+                                  xv[::-1, :, ::-1])
+    with pytest.raises(mg.ShapeError, match="reverse.*axes"):
+        g.run({**feeds, ax: np.array([3], np.int32)}, [r], device=device)
+    with pytest.raises(mg.ShapeError, match="reverse.*axes"):
+        g.run({**feeds, ax: np.array([1, 1], np.int32)}, [r], device=device)
 
 
 # ---------------------------------------------------------------------------- depth / space

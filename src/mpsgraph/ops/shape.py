@@ -582,6 +582,29 @@ register_op("expandDims", _infer_expandDims, _grad_reshape_like)
 register_op("squeeze", _infer_squeeze, _grad_reshape_like)
 
 
+# ---------------------------------------------------------------------------- fed arguments
+@dataclass(frozen=True)
+class _Fed:
+    """An int argument given by a tensor input (named `input`) whose value is known only when
+    the graph runs (a placeholder's, a computed one's): the shape rule reads it then."""
+
+    input: str
+    scalar: bool = False
+
+
+def _now(ctx: InferContext, v: Any) -> Any:
+    """A possibly fed argument's value as the rule sees it now (still `_Fed` if unknown)."""
+    if not isinstance(v, _Fed):
+        return v
+    val = ctx.value_of(v.input)
+    if val is None:
+        return v
+    val = np.asarray(val).reshape(-1)
+    if v.scalar:
+        return int(val[0])
+    return tuple(int(a) for a in val)
+
+
 # ---------------------------------------------------------------------------- pad
 _PAD_MIRRORS = (PaddingMode.reflect, PaddingMode.symmetric)
 _PAD_FILLS = (PaddingMode.constant, PaddingMode.zero)
@@ -798,7 +821,9 @@ def _infer_reverse(ctx: InferContext):
     if t.shape is None:
         return [t], None
     r = len(t.shape)
-    axes = ctx.attrs
+    axes = _now(ctx, ctx.attrs)
+    if isinstance(axes, _Fed):  # a fed axesTensor: checked when its value comes
+        return [t], None
     if axes is None:
         return [t], tuple(range(r))
     norm = [normalize_axis(ctx, "tensor", a, r, "axes") for a in axes]
@@ -812,7 +837,9 @@ def _infer_flatten2D(ctx: InferContext):
     if t.shape is None:
         return [ShapedType([-1, -1], t.dataType)], None
     r = len(t.shape)
-    a = ctx.attrs
+    a = _now(ctx, ctx.attrs)
+    if isinstance(a, _Fed):
+        return [ShapedType([-1, -1], t.dataType)], None
     if not -r <= a <= r:
         raise ctx.error(ShapeError, "axis", f"an axis in [-{r}, {r}] (the rank of tensor "
                         f"{t.shape})", a)
@@ -912,13 +939,18 @@ class _CoordAttrs:
 
 
 def _infer_coordinate(ctx: InferContext):
-    a = ctx.attrs
+    a = _CoordAttrs(_now(ctx, ctx.attrs.axis), _now(ctx, ctx.attrs.shape))
+    if isinstance(a.shape, _Fed):  # a fed withShapeTensor: its length is the rank
+        n = ctx.type_of("withShapeTensor").shape
+        return [ShapedType([-1] * n[0] if n and n[0] >= 0 else None, DataType.int32)], None
     if any(s < 0 for s in a.shape):
         raise ctx.error(ShapeError, "withShape", "sizes >= 0", list(a.shape))
     r = len(a.shape)
     if r == 0:
         raise ctx.error(ShapeError, "withShape", "a shape of rank >= 1 (the result has an axis "
                         "to count along)", list(a.shape))
+    if isinstance(a.axis, _Fed):
+        return [ShapedType(list(a.shape), DataType.int32)], None
     d = normalize_axis(ctx, "withShape", a.axis, r, "alongAxis")
     return [ShapedType(list(a.shape), DataType.int32)], (d, a.shape)
 
@@ -986,11 +1018,13 @@ register_op("tileGradient", _infer_tileGradient, _grad_tileGradient)
 register_op("split", _infer_split, _grad_split)
 register_op("stack", _infer_stack, _grad_stack)
 register_op("reverse", _infer_reverse,
-            lambda g, op, dys: {"tensor": g.reverse(dys[0], axes=op.attrs)})
-register_op("flatten2D", _infer_flatten2D, _grad_reshape_like)
+            lambda g, op, dys: {"tensor": g.reverse(dys[0], axes=op.attrs) if not isinstance(
+                op.attrs, _Fed) else g.reverse(dys[0], axesTensor=op.input("axesTensor"))},
+            value_inputs=("axesTensor",))
+register_op("flatten2D", _infer_flatten2D, _grad_reshape_like, value_inputs=("axisTensor",))
 for _kind in _TO_BATCH:
     register_op(_kind, _infer_blocks, _grad_blocks)
-register_op("coordinate", _infer_coordinate)
+register_op("coordinate", _infer_coordinate, value_inputs=("alongAxisTensor", "withShapeTensor"))
 register_op("reinterpretCast", _infer_reinterpretCast)
 register_op("sliceUpdateDataTensor", _infer_sliceUpdate, _grad_sliceUpdate)
 
@@ -1213,13 +1247,31 @@ class ShapeOps:
                           ends=self._ints(op, name, le, ends), strides=st,
                           startMask=masks[0], endMask=masks[1], squeezeMask=masks[2])
 
-    def _arg(self, op, name, label, value, tensor_label, tensor, scalar=False):
+    def _arg(self, op, name, label, value, tensor_label, tensor, scalar=False, fed=None):
         """An int argument (or list) given by `label` or by its Swift tensor label (a constant
-        Tensor); None when neither is given. Errors name the label used."""
+        Tensor); None when neither is given. Errors name the label used. With a dict `fed`,
+        a non-constant int tensor is accepted: it goes into fed[tensor_label] (an input of
+        the op) and the result is a `_Fed` read when the graph runs."""
+        from ..graph import Tensor, _known_value
+
         v = _pick(op, name, label, value, tensor_label, tensor)
         if v is None:
             return None
-        return self._ints(op, name, tensor_label if tensor is not None else label, v, scalar)
+        used = tensor_label if tensor is not None else label
+        if fed is not None and isinstance(v, Tensor) and _known_value(v) is None and not (
+                v.operation.kind == "shapeOf" and _static(v.operation.inputs[0].shape)):
+            self._check_tensor(op, name, used, v)
+            if v.dataType not in _SHAPE_DTYPES:
+                raise op_error(DataTypeError, op, used, "an int32 or int64 tensor", v.dataType,
+                               name)
+            ok = v.shape is None or (len(v.shape) <= 1 and (not v.shape or v.shape[0] in (1, -1))
+                                     if scalar else len(v.shape) == 1)
+            if not ok:
+                raise op_error(ShapeError, op, used, "a scalar tensor" if scalar else
+                               "a 1-D tensor", f"shape {v.shape}", name)
+            fed[tensor_label] = v
+            return _Fed(tensor_label, scalar)
+        return self._ints(op, name, used, v, scalar)
 
     def _ints(self, op, name, label, value, scalar=False):
         """An int (scalar) or a list of ints given as such or as a constant Tensor."""
@@ -1423,17 +1475,22 @@ class ShapeOps:
         """The elements in reverse order along `axes` (distinct, negative from the end;
         `axesTensor=`: a constant 1-D int tensor), or along every axis when none are given
         (Swift `reverse(_:name:)`). Same shape; TensorFlow's reverse."""
-        axes = self._arg("reverse", name, "axes", axes, "axesTensor", axesTensor)
-        return self._add("reverse", [("tensor", tensor)], axes, name)[0]
+        fed: dict[str, Tensor] = {}
+        axes = self._arg("reverse", name, "axes", axes, "axesTensor", axesTensor, fed=fed)
+        return self._add("reverse", [("tensor", tensor), ("axesTensor", fed.get("axesTensor"))],
+                         axes, name, optional=("axesTensor",))[0]
 
     def flatten2D(self, tensor: Tensor, axis: int | Tensor | None = None, *,
                   axisTensor: Tensor | None = None, name: str | None = None) -> Tensor:
         """The rank-2 tensor [prod(shape[:axis]), prod(shape[axis:])] (axis in [-r, r],
         negative from the end; `axisTensor=`: a constant scalar int tensor)."""
-        a = self._arg("flatten2D", name, "axis", axis, "axisTensor", axisTensor, scalar=True)
+        fed: dict[str, Tensor] = {}
+        a = self._arg("flatten2D", name, "axis", axis, "axisTensor", axisTensor, scalar=True,
+                      fed=fed)
         if a is None:
             raise op_error(GraphError, "flatten2D", "axis", "an axis", None, name)
-        return self._add("flatten2D", [("tensor", tensor)], a, name)[0]
+        return self._add("flatten2D", [("tensor", tensor), ("axisTensor", fed.get("axisTensor"))],
+                         a, name, optional=("axisTensor",))[0]
 
     # ------------------------------------------------------------------ space <-> depth, batch
     def spaceToBatch(self, tensor: Tensor, *, spatialAxes: Sequence[int] | Tensor | None = None,
@@ -1536,16 +1593,26 @@ class ShapeOps:
         (negative axes count from the end). The tensor forms take constant int tensors (a
         scalar axis, a 1-D shape)."""
         op = "coordinate"
+        fed: dict[str, Tensor] = {}
         axis = self._arg(op, name, "alongAxis", alongAxis, "alongAxisTensor", alongAxisTensor,
-                         scalar=True)
-        shape = self._arg(op, name, "withShape", withShape, "withShapeTensor", withShapeTensor)
+                         scalar=True, fed=fed)
+        shape = self._arg(op, name, "withShape", withShape, "withShapeTensor", withShapeTensor,
+                          fed=fed)
         if axis is None or shape is None:
             raise op_error(GraphError, op, "alongAxis" if axis is None else "withShape",
                            "an axis and a shape", None, name)
-        attrs = _CoordAttrs(axis, shape)
-        # the kernel's one input: a scalar on the run's device (the result is made there)
-        anchor = self.constant(np.zeros((), np.int32))
-        return self._add(op, [("device", anchor)], attrs, name)[0]
+        if isinstance(shape, _Fed) and (fed["withShapeTensor"].shape is None
+                                        or fed["withShapeTensor"].shape[0] < 0):
+            raise op_error(ShapeError, op, "withShapeTensor", "a 1-D tensor of static length "
+                           "(the result's rank)", f"shape {fed['withShapeTensor'].shape}", name)
+        # the first input is also the kernel's handle on the run's device (the result is made
+        # there): the fed axis tensor, or a scalar constant
+        anchor = fed.get("alongAxisTensor", None)
+        if anchor is None:
+            anchor = self.constant(np.zeros((), np.int32))
+        return self._add(op, [("alongAxisTensor", anchor),
+                              ("withShapeTensor", fed.get("withShapeTensor"))],
+                         _CoordAttrs(axis, shape), name, optional=("withShapeTensor",))[0]
 
     def reinterpretCast(self, tensor: Tensor, to: DataType, *, name: str | None = None
                         ) -> Tensor:

@@ -195,12 +195,12 @@ def stack(*args) -> np.ndarray:
 
 
 @kernel("reverse")
-def reverse(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def reverse(x: np.ndarray, axes_tensor, axes: tuple[int, ...]) -> np.ndarray:
     return np.flip(x, axes) if axes else x
 
 
 @kernel("flatten2D")
-def flatten2D(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def flatten2D(x: np.ndarray, axis_tensor, shape: tuple[int, int]) -> np.ndarray:
     return x.reshape(shape)
 
 
@@ -215,7 +215,7 @@ for _k in ("spaceToBatch", "batchToSpace", "spaceToDepth2D", "depthToSpace2D"):
 
 
 @kernel("coordinate")
-def coordinate(anchor: np.ndarray, attrs) -> np.ndarray:
+def coordinate(anchor: np.ndarray, shape_tensor, attrs) -> np.ndarray:
     axis, shape = attrs
     n = shape[axis]
     return np.array(np.broadcast_to(_along(np.arange(n, dtype=np.int32), axis, len(shape)),

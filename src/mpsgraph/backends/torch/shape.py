@@ -248,12 +248,12 @@ def stack(*args) -> torch.Tensor:
 
 
 @kernel("reverse")
-def reverse(x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+def reverse(x: torch.Tensor, axes_tensor, axes: tuple[int, ...]) -> torch.Tensor:
     return _flip(x, list(axes))
 
 
 @kernel("flatten2D")
-def flatten2D(x: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+def flatten2D(x: torch.Tensor, axis_tensor, shape: tuple[int, int]) -> torch.Tensor:
     return x.reshape(shape)
 
 
@@ -267,7 +267,7 @@ for _k in ("spaceToBatch", "batchToSpace", "spaceToDepth2D", "depthToSpace2D"):
 
 
 @kernel("coordinate")
-def coordinate(anchor: torch.Tensor, attrs) -> torch.Tensor:
+def coordinate(anchor: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
     axis, shape = attrs
     v = torch.arange(shape[axis], dtype=torch.int32, device=anchor.device)
     return _along(v, axis, len(shape)).expand(shape).contiguous()
