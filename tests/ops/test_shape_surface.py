@@ -167,6 +167,11 @@ def test_pad_reach_and_errors():
         g.padTensor(x, 9, [0], [0])
     assert g.padTensor(x, withPaddingMode=PM.zero, leftPadding=[1], rightPadding=[0]).shape \
         == [4]
+    assert g.padTensor(x, paddingMode=PM.zero, leftPadding=[1], rightPadding=[2]).shape == [6]
+    with pytest.raises(mg.GraphError, match="padTensor.*paddingMode"):
+        g.padTensor(x, PM.zero, [1], [0], paddingMode=PM.zero)
+    with pytest.raises(mg.GraphError, match="padTensor.*rightPadding"):
+        g.padTensor(x, PM.zero, [1])
 
 
 @pytest.mark.parametrize("mode", list(PM))

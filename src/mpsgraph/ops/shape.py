@@ -1373,9 +1373,10 @@ class ShapeOps:
         return self._add("shapeOf", [("tensor", tensor)], None, name)[0]
 
     # ------------------------------------------------------------------ pad, tile
-    def padTensor(self, tensor: Tensor, withPaddingMode: PaddingMode, leftPadding: Sequence[int],
-                  rightPadding: Sequence[int], constantValue: float = 0.0, *,
-                  name: str | None = None) -> Tensor:
+    def padTensor(self, tensor: Tensor, withPaddingMode: PaddingMode | None = None,
+                  leftPadding: Sequence[int] | None = None,
+                  rightPadding: Sequence[int] | None = None, constantValue: float = 0.0, *,
+                  name: str | None = None, paddingMode: PaddingMode | None = None) -> Tensor:
         """Swift `padTensor(_:with:leftPadding:rightPadding:constantValue:name:)` (`with` is a
         Python keyword: the Objective-C label `withPaddingMode`). [d_i] -> [l_i + d_i + r_i];
         one padding per dimension on each side (>= 0). Modes (`PaddingMode`), at a position i
@@ -1388,9 +1389,15 @@ class ShapeOps:
         - periodic: Apple's `x[-2] -> x[L-3]`: period n - 1, x[i] = x[i mod (n - 1)];
         - antiPeriodic: `x[-2] -> -x[L-3]`: x[q (n - 1) + m] = (-1)^q x[m] (signed types).
 
-        Any dataType (antiPeriodic: signed integer or floating)."""
+        Any dataType (antiPeriodic: signed integer or floating). `paddingMode=` (the name of
+        Apple's parameter, and padGradient's label) is accepted for `withPaddingMode`."""
         op = "padTensor"
-        attrs = _PadAttrs(_pad_mode(op, name, "withPaddingMode", withPaddingMode),
+        mode = _pick(op, name, "withPaddingMode", withPaddingMode, "paddingMode", paddingMode)
+        for label, v in (("withPaddingMode", mode), ("leftPadding", leftPadding),
+                         ("rightPadding", rightPadding)):
+            if v is None:
+                raise op_error(GraphError, op, label, f"a {label}", None, name)
+        attrs = _PadAttrs(_pad_mode(op, name, "withPaddingMode", mode),
                           _int_list(op, name, "leftPadding", leftPadding),
                           _int_list(op, name, "rightPadding", rightPadding),
                           _float(op, name, "constantValue", constantValue))
