@@ -259,7 +259,8 @@ def flatten2D(x: torch.Tensor, axis_tensor, shape: tuple[int, int]) -> torch.Ten
 
 def _blocks(x: torch.Tensor, attrs) -> torch.Tensor:
     split_shape, perm, out = attrs
-    return x.reshape(split_shape).permute(perm).reshape(out)
+    y = as_signed(x).reshape(split_shape).permute(perm).reshape(out)
+    return y.view(x.dtype) if y.dtype != x.dtype else y
 
 
 for _k in ("spaceToBatch", "batchToSpace", "spaceToDepth2D", "depthToSpace2D"):
