@@ -506,19 +506,18 @@ def _slice_errors(rng):
             "sizeTensor")
     yield E(Sample([x], {"start": [0, 0], "sizeTensor": [1, -2], "form": "size"}),
             mg.ShapeError, "sizeTensor")
-    yield E(Sample([x], {**strided, "form": "fed"}), mg.UnsupportedError, "start")
+    yield E(Sample([x], {**strided, "form": "fed"}), mg.UnsupportedError, "sizeTensor")
     yield E(Sample([x], {**strided, "form": "float"}), mg.DataTypeError, "start")
 
 
 def _slice_build(g, x, **kw):
     form = kw.get("form")
-    if form in ("fed", "float"):  # error forms: a placeholder / a float tensor as start
-        kw = dict(kw)
-        kw.pop("form")
-        t = g.placeholder([2], mg_int32()) if form == "fed" else g.constant(
-            np.zeros(2, np.float32))
-        return g.sliceTensor(x, start=t, end=_c32(g, kw["ends"]),
-                             strideTensor=_c32(g, kw["strides"]))
+    if form == "fed":  # an error form: the sizes of the start / size form fed
+        return g.sliceTensor(x, start=_c32(g, kw["starts"]),
+                             sizeTensor=g.placeholder([2], mg_int32()))
+    if form == "float":  # an error form: a float tensor as start
+        return g.sliceTensor(x, start=g.constant(np.zeros(2, np.float32)),
+                             end=_c32(g, kw["ends"]), strideTensor=_c32(g, kw["strides"]))
     return g.sliceTensor(x, **_slice_kwargs(g, kw))
 
 

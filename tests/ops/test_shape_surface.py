@@ -400,3 +400,37 @@ def test_expand_and_squeeze_axes_tensor(device):
                device=device).shape == (2, 3)
     assert run(lambda g, t: g.expandDims(t, axesTensor=g.constant(ax)), x,
                device=device).shape == (2, 1, 1, 3)
+
+
+def test_fed_slice_starts_ends_strides(device):
+    """Swift's tensor forms of sliceTensor / sliceGradientTensor / sliceUpdateDataTensor take
+    starts, ends and strides known only at run time: the result's sizes are then -1 at build
+    time and the shape rule reads the values when the graph runs."""
+    g = mg.Graph()
+    x = g.placeholder([4, 5])
+    b, e, s = (g.placeholder([2], DT.int32) for _ in range(3))
+    y = g.sliceTensor(x, start=b, end=e, strideTensor=s, squeezeMask=1)
+    assert y.shape == [-1]
+    upd = g.sliceUpdateDataTensor(x, g.constant(np.float32(-1)), startsTensor=b,
+                                  endsTensor=e, stridesTensor=s)
+    assert upd.shape == [4, 5]
+    xv = np.arange(20, dtype=np.float32).reshape(4, 5)
+    feeds = {x: xv, b: np.array([2, 4], np.int32), e: np.array([3, 0], np.int32),
+             s: np.array([1, -2], np.int32)}
+    d = g.gradientForPrimaryTensor(g.reductionSum(g.multiplication(y, y)), [x])[x]
+    du = g.gradientForPrimaryTensor(g.reductionSum(g.multiplication(upd, upd)), [x])[x]
+    res = g.run(feeds, [y, upd, d, du], device=device)
+    np.testing.assert_array_equal(res[y].numpy(), xv[2, 4:0:-2])
+    want = xv.copy()
+    want[2:3, 4:0:-2] = -1
+    np.testing.assert_array_equal(res[upd].numpy(), want)
+    dw = np.zeros_like(xv)
+    dw[2, 4:0:-2] = 2 * xv[2, 4:0:-2]
+    np.testing.assert_array_equal(res[d].numpy(), dw)
+    duw = 2 * xv
+    duw[2:3, 4:0:-2] = 0
+    np.testing.assert_array_equal(res[du].numpy(), duw)
+    with pytest.raises(mg.ShapeError, match="sliceTensor.*strides"):
+        g.run({**feeds, s: np.array([1, 0], np.int32)}, [y], device=device)
+    with pytest.raises(mg.ShapeError, match="sliceTensor.*starts"):
+        g.run({**feeds, b: np.array([7, 0], np.int32)}, [y], device=device)

@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -314,10 +314,16 @@ def _slices(ctx: InferContext, arg: str, a: SliceAttrs, shape: list[int]
         sl = [slice(None)] * r
         sl[d] = slice(s0, s0 + a.length)
         return out, tuple(sl)
+    vals = [_now(ctx, v) for v in (a.starts, a.ends, a.strides)]
+    if any(isinstance(v, _Fed) for v in vals):  # fed starts / ends / strides: sizes at run time
+        return [-1 for d in range(r) if not a.squeezeMask & (1 << d)], None
+    a = replace(a, starts=vals[0], ends=vals[1], strides=vals[2])
     for label, v in (("starts", a.starts), ("ends", a.ends), ("strides", a.strides)):
         if len(v) != r:
             raise ctx.error(ShapeError, label, f"{r} entries (one per dimension of {arg} "
                             f"{shape})", list(v))
+    if 0 in a.strides:  # (a fed stride: checked here, at run time)
+        raise ctx.error(ShapeError, "strides", "strides != 0", list(a.strides))
     out, sl = [], []
     for d, (size, b, e, st) in enumerate(zip(shape, a.starts, a.ends, a.strides)):
         bit = 1 << d
@@ -353,12 +359,23 @@ def _infer_sliceTensor(ctx: InferContext):
     return [ShapedType(out, t.dataType)], sl
 
 
-def _tf_slice_args(op_attrs: SliceAttrs, rank: int) -> dict[str, Any]:
-    """The strided form of a slice, as sliceTensor / sliceGradientTensor keywords."""
+_FED_SLICE_LABELS = {"starts": "start", "ends": "end", "strides": "strideTensor"}
+
+
+def _tf_slice_args(op_attrs: SliceAttrs, rank: int, op=None) -> dict[str, Any]:
+    """The strided form of a slice, as sliceTensor / sliceGradientTensor keywords (a fed
+    argument as its tensor, the input of `op`)."""
     a = op_attrs
     if a.starts is not None:
-        return {"starts": list(a.starts), "ends": list(a.ends), "strides": list(a.strides),
-                "startMask": a.startMask, "endMask": a.endMask, "squeezeMask": a.squeezeMask}
+        kw: dict[str, Any] = {"startMask": a.startMask, "endMask": a.endMask,
+                              "squeezeMask": a.squeezeMask}
+        for f in ("starts", "ends", "strides"):
+            v = getattr(a, f)
+            if isinstance(v, _Fed):
+                kw[_FED_SLICE_LABELS[f]] = op.input(v.input)
+            else:
+                kw[f] = list(v)
+        return kw
     d = a.dimension % rank
     starts, ends, strides = [0] * rank, [_BIG] * rank, [1] * rank
     starts[d] = a.start
@@ -371,7 +388,7 @@ def _grad_sliceTensor(g, op, dys):
     x = op.input("tensor")
     if x.shape is None:
         raise UnsupportedError(f"sliceTensor: gradient of an unranked tensor ({x.name})")
-    kw = _tf_slice_args(op.attrs, len(x.shape))
+    kw = _tf_slice_args(op.attrs, len(x.shape), op)
     return {"tensor": g.sliceGradientTensor(dys[0], _shape_of(g, x), **kw)}
 
 
@@ -397,7 +414,8 @@ def _infer_sliceGradientTensor(ctx: InferContext):
 
 
 def _grad_sliceGradientTensor(g, op, dys):
-    return {"inputGradientTensor": g.sliceTensor(dys[0], **_tf_slice_args(op.attrs.slice, 0))}
+    return {"inputGradientTensor": g.sliceTensor(dys[0], **_tf_slice_args(op.attrs.slice, 0,
+                                                                          op))}
 
 
 # ---------------------------------------------------------------------------- concat
@@ -571,9 +589,11 @@ register_op("reshape", _infer_reshape, _grad_reshape, value_inputs=("shapeTensor
 register_op("broadcast", _infer_broadcast, _grad_broadcast, value_inputs=("shapeTensor",))
 register_op("transpose", _infer_transpose, _grad_transpose)
 register_op("transposeTensor", _infer_transposeTensor, _grad_transposeTensor)
-register_op("sliceTensor", _infer_sliceTensor, _grad_sliceTensor)
+_SLICE_INPUTS = ("start", "end", "strideTensor")  # fed strided arguments (Swift's labels)
+_UPDATE_INPUTS = ("startsTensor", "endsTensor", "stridesTensor")
+register_op("sliceTensor", _infer_sliceTensor, _grad_sliceTensor, value_inputs=_SLICE_INPUTS)
 register_op("sliceGradientTensor", _infer_sliceGradientTensor, _grad_sliceGradientTensor,
-            value_inputs=("fwdInShapeTensor",))
+            value_inputs=("fwdInShapeTensor",) + _SLICE_INPUTS)
 register_op("concatTensors", _infer_concat, _grad_concat)
 register_op("cast", _infer_cast, _grad_cast)
 register_op("identity", _infer_identity, lambda g, op, dys: {"tensor": dys[0]})
@@ -996,9 +1016,10 @@ def _infer_sliceUpdate(ctx: InferContext):
 def _grad_sliceUpdate(g, op, dys):
     dy = dys[0]
     a = op.attrs
-    kw = _tf_slice_args(a, 0)
+    kw = _tf_slice_args(a, 0, op)
     zero = g.constant(np.zeros((), dy.dataType.numpy_dtype))
-    return {"dataTensor": g.sliceUpdateDataTensor(dy, zero, **kw),
+    upd = {dict(zip(_SLICE_INPUTS, _UPDATE_INPUTS)).get(k, k): v for k, v in kw.items()}
+    return {"dataTensor": g.sliceUpdateDataTensor(dy, zero, **upd),
             "updateTensor": sum_to_shape(g, g.sliceTensor(dy, **kw), op.input("updateTensor"))}
 
 
@@ -1026,7 +1047,8 @@ for _kind in _TO_BATCH:
     register_op(_kind, _infer_blocks, _grad_blocks)
 register_op("coordinate", _infer_coordinate, value_inputs=("alongAxisTensor", "withShapeTensor"))
 register_op("reinterpretCast", _infer_reinterpretCast)
-register_op("sliceUpdateDataTensor", _infer_sliceUpdate, _grad_sliceUpdate)
+register_op("sliceUpdateDataTensor", _infer_sliceUpdate, _grad_sliceUpdate,
+            value_inputs=_UPDATE_INPUTS)
 
 
 # ---------------------------------------------------------------------------- builders
@@ -1178,7 +1200,9 @@ class ShapeOps:
         - `sliceTensor(x, start=, sizeTensor=, squeezeMask=)`: starts and sizes per dimension
           (a size of -1: to the end); strides 1.
 
-        Tensor arguments must be constants (their value fixes the result's shape)."""
+        start / end / strideTensor given as tensors may be fed or computed: the result's sizes
+        are then -1 until the graph runs (the shape rule reads their values then); the sizes
+        of the sizeTensor form must be constants."""
         op = "sliceTensor"
         if dimension is not None:
             extra = {k: v for k, v in (("starts", starts), ("ends", ends), ("strides", strides),
@@ -1199,15 +1223,22 @@ class ShapeOps:
                 raise op_error(GraphError, op, "dimension", "either dimension, start and "
                                "length, or starts, ends and strides (with masks)",
                                {"length": length}, name)
+            fed: dict[str, Tensor] = {}
             attrs = self._strided_args(op, name, starts, ends, strides, startMask, endMask,
-                                       squeezeMask, start, end, strideTensor, sizeTensor)
-        return self._add(op, [("tensor", tensor)], attrs, name)[0]
+                                       squeezeMask, start, end, strideTensor, sizeTensor,
+                                       fed=fed)
+            return self._add(op, [("tensor", tensor)] + [(k, fed.get(k)) for k in _SLICE_INPUTS],
+                             attrs, name, optional=_SLICE_INPUTS)[0]
+        return self._add(op, [("tensor", tensor)] + [(k, None) for k in _SLICE_INPUTS], attrs,
+                         name, optional=_SLICE_INPUTS)[0]
 
     def _strided_args(self, op, name, starts, ends, strides, startMask, endMask, squeezeMask,
                       start=None, end=None, strideTensor=None, sizeTensor=None,
-                      labels=("starts", "ends", "strides")) -> SliceAttrs:
-        """SliceAttrs of the strided forms (lists or constant tensors; start/size form too).
-        Errors name the label the caller used."""
+                      labels=("starts", "ends", "strides"), fed=None,
+                      inputs=_SLICE_INPUTS) -> SliceAttrs:
+        """SliceAttrs of the strided forms (lists or tensors; start/size form too). Errors
+        name the label the caller used. With a dict `fed`, starts / ends / strides may be
+        tensors known only at run time: they go into fed[inputs[i]] (`_Fed` in the attrs)."""
         ls = "start" if start is not None else labels[0]
         le = "end" if end is not None else labels[1]
         lt = "strideTensor" if strideTensor is not None else labels[2]
@@ -1240,11 +1271,19 @@ class ShapeOps:
             raise op_error(GraphError, op, "starts", "starts, ends and strides (or dimension, "
                            "start and length)", {"starts": starts, "ends": ends,
                                                  "strides": strides}, name)
-        st = self._ints(op, name, lt, strides)
-        if 0 in st:
-            raise op_error(ShapeError, op, lt, "strides != 0", list(st), name)
-        return SliceAttrs(starts=self._ints(op, name, ls, starts),
-                          ends=self._ints(op, name, le, ends), strides=st,
+        fed_ok = {} if fed is None else None
+        vals = []
+        for label, v, key in ((ls, starts, inputs[0]), (le, ends, inputs[1]),
+                              (lt, strides, inputs[2])):
+            got = self._arg(op, name, label, v, key, None, fed=fed_ok if fed is None else fed)
+            if isinstance(got, _Fed) and fed is None:
+                raise op_error(UnsupportedError, op, label, "a constant tensor (its value is "
+                               "needed when the graph is built)", "a fed or computed tensor",
+                               name)
+            vals.append(got if isinstance(got, _Fed) else tuple(got))
+        if isinstance(vals[2], tuple) and 0 in vals[2]:
+            raise op_error(ShapeError, op, lt, "strides != 0", list(vals[2]), name)
+        return SliceAttrs(starts=vals[0], ends=vals[1], strides=vals[2],
                           startMask=masks[0], endMask=masks[1], squeezeMask=masks[2])
 
     def _arg(self, op, name, label, value, tensor_label, tensor, scalar=False, fed=None):
@@ -1301,11 +1340,13 @@ class ShapeOps:
         op = "sliceGradientTensor"
         shape_attrs, t = _split_shape(op, name, fwdInShapeTensor, None, "fwdInShapeTensor",
                                       "fwdInShapeTensor")
+        fed: dict[str, Tensor] = {}
         sl = self._strided_args(op, name, starts, ends, strides, startMask, endMask,
-                                squeezeMask, start, end, strideTensor, sizeTensor)
+                                squeezeMask, start, end, strideTensor, sizeTensor, fed=fed)
         return self._add(op, [("inputGradientTensor", inputGradientTensor),
-                              ("fwdInShapeTensor", t)], _SliceGradAttrs(shape_attrs, sl),
-                         name, optional=("fwdInShapeTensor",))[0]
+                              ("fwdInShapeTensor", t)] + [(k, fed.get(k)) for k in _SLICE_INPUTS],
+                         _SliceGradAttrs(shape_attrs, sl), name,
+                         optional=("fwdInShapeTensor",) + _SLICE_INPUTS)[0]
 
     def concatTensors(self, tensors: Sequence[Tensor], dimension: int, *,
                       interleave: bool = False, name: str | None = None) -> Tensor:
@@ -1639,8 +1680,9 @@ class ShapeOps:
                               stridesTensor: Tensor | None = None,
                               name: str | None = None) -> Tensor:
         """`dataTensor` with the strided slice (sliceTensor's starts / ends / strides and
-        masks; the `...Tensor` forms take constant int tensors) replaced by `update`, which
-        broadcasts to the slice's shape (NumPy rules). Same shape and dataType as dataTensor."""
+        masks; the `...Tensor` forms take int tensors, fed ones read when the graph runs)
+        replaced by `update`, which broadcasts to the slice's shape (NumPy rules). Same shape
+        and dataType as dataTensor."""
         op = "sliceUpdateDataTensor"
         attrs = self._strided_args(op, name, _pick(op, name, "starts", starts, "startsTensor",
                                                    startsTensor),
@@ -1650,6 +1692,8 @@ class ShapeOps:
                                    labels=tuple(t if v is not None else t[:-6] for t, v in (
                                        ("startsTensor", startsTensor),
                                        ("endsTensor", endsTensor),
-                                       ("stridesTensor", stridesTensor))))
-        return self._add(op, [("dataTensor", dataTensor), ("updateTensor", update)], attrs,
-                         name)[0]
+                                       ("stridesTensor", stridesTensor))),
+                                   fed=(fed := {}), inputs=_UPDATE_INPUTS)
+        return self._add(op, [("dataTensor", dataTensor), ("updateTensor", update)]
+                         + [(k, fed.get(k)) for k in _UPDATE_INPUTS], attrs, name,
+                         optional=_UPDATE_INPUTS)[0]

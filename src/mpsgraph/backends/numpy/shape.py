@@ -34,13 +34,14 @@ def transposeTensor(x: np.ndarray, dims: tuple[int, int]) -> np.ndarray:
 
 
 @kernel("sliceTensor")
-def sliceTensor(x: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
-    return x[slices]
+def sliceTensor(x: np.ndarray, *args) -> np.ndarray:
+    # (args: the fed start / end / stride tensors, read by the shape rule; the slices)
+    return x[args[-1]]
 
 
 @kernel("sliceGradientTensor")
-def sliceGradientTensor(dy: np.ndarray, shape_tensor: np.ndarray | None, attrs) -> np.ndarray:
-    shape, slices = attrs
+def sliceGradientTensor(dy: np.ndarray, shape_tensor: np.ndarray | None, *args) -> np.ndarray:
+    shape, slices = args[-1]
     out = np.zeros(shape, dy.dtype)
     out[slices] = dy
     return out
@@ -233,8 +234,8 @@ def reinterpretCast(x: np.ndarray, attrs) -> np.ndarray:
 
 
 @kernel("sliceUpdateDataTensor")
-def sliceUpdateDataTensor(data: np.ndarray, update: np.ndarray, attrs) -> np.ndarray:
-    slices, shape = attrs
+def sliceUpdateDataTensor(data: np.ndarray, update: np.ndarray, *args) -> np.ndarray:
+    slices, shape = args[-1]
     out = data.copy()
     out[slices] = np.broadcast_to(update, shape)
     return out

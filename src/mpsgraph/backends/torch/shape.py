@@ -63,15 +63,15 @@ def _flip(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
 
 
 @kernel("sliceTensor")
-def sliceTensor(x: torch.Tensor, slices: tuple[slice, ...]) -> torch.Tensor:
-    sl, flips = _positive(slices, x.shape)
+def sliceTensor(x: torch.Tensor, *args) -> torch.Tensor:
+    sl, flips = _positive(args[-1], x.shape)
     y = x[sl]
     return _flip(y, flips)
 
 
 @kernel("sliceGradientTensor")
-def sliceGradientTensor(dy: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
-    shape, slices = attrs
+def sliceGradientTensor(dy: torch.Tensor, shape_tensor, *args) -> torch.Tensor:
+    shape, slices = args[-1]
     out = torch.zeros(shape, dtype=dy.dtype, device=dy.device)
     sl, flips = _positive(slices, shape)
     out[sl] = _flip(dy, flips)
@@ -288,8 +288,8 @@ def reinterpretCast(x: torch.Tensor, attrs) -> torch.Tensor:
 
 
 @kernel("sliceUpdateDataTensor")
-def sliceUpdateDataTensor(data: torch.Tensor, update: torch.Tensor, attrs) -> torch.Tensor:
-    slices, shape = attrs
+def sliceUpdateDataTensor(data: torch.Tensor, update: torch.Tensor, *args) -> torch.Tensor:
+    slices, shape = args[-1]
     out = data.clone()
     sl, flips = _positive(slices, data.shape)
     as_signed(out)[sl] = _flip(as_signed(torch.broadcast_to(update, shape)), flips)
