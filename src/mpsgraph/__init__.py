@@ -26,6 +26,7 @@ from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
     LossReductionType,
+    PaddingMode,
     PaddingStyle,
     RNNActivation,
     ScatterMode,
@@ -47,9 +48,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
-    "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
-    "LossReductionType", "ScatterMode", "Convolution2DOpDescriptor", "LSTMDescriptor",
-    "Pooling2DOpDescriptor",
+    "DataType", "ShapedType", "PaddingStyle", "PaddingMode", "TensorNamedDataLayout",
+    "RNNActivation", "LossReductionType", "ScatterMode", "Convolution2DOpDescriptor",
+    "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",

@@ -14,6 +14,7 @@ __all__ = [
     "DataType",
     "ShapedType",
     "PaddingStyle",
+    "PaddingMode",
     "TensorNamedDataLayout",
     "RNNActivation",
     "LossReductionType",
@@ -192,6 +193,21 @@ class PaddingStyle(IntEnum):
 
     def __repr__(self) -> str:
         return f"PaddingStyle.{self.name}"
+
+
+class PaddingMode(IntEnum):
+    """`MPSGraphPaddingMode` (padTensor, padGradient; values from MPSGraphCore.h)."""
+
+    constant = 0
+    reflect = 1
+    symmetric = 2
+    clampToEdge = 3
+    zero = 4
+    periodic = 5
+    antiPeriodic = 6
+
+    def __repr__(self) -> str:
+        return f"PaddingMode.{self.name}"
 
 
 class TensorNamedDataLayout(IntEnum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...types import _NUMPY, SUB_BYTE
+from ...types import _NUMPY, SUB_BYTE, PaddingMode
 from . import kernel
 from .arithmetic import HALF, as_signed, torch_dtype, where
 
@@ -36,21 +36,26 @@ def transposeTensor(x: torch.Tensor, dims: tuple[int, int]) -> torch.Tensor:
     return x.transpose(*dims)
 
 
-def _positive(slices: tuple[slice, ...], shape) -> tuple[tuple[slice, ...], list[int]]:
-    """Slices with positive steps selecting the same elements, and the dims to flip after."""
-    out, flips = [], []
-    for d, (sl, size) in enumerate(zip(slices, shape)):
+def _positive(slices: tuple[slice | int, ...], shape) -> tuple[tuple[slice | int, ...],
+                                                                 list[int]]:
+    """Slices with positive steps selecting the same elements, and the dims (of the result:
+    an int index removes its axis) to flip after."""
+    out, flips, d = [], [], 0
+    for sl, size in zip(slices, shape):
+        if isinstance(sl, int):
+            out.append(sl)
+            continue
         start, stop, step = sl.indices(size)
+        n = len(range(start, stop, step))
         if step > 0:
             out.append(slice(start, stop, step))
-            continue
-        n = len(range(start, stop, step))
-        if n == 0:
+        elif n == 0:
             out.append(slice(0, 0))
-            continue
-        last = start + (n - 1) * step
-        out.append(slice(last, start + 1, -step))
-        flips.append(d)
+        else:
+            last = start + (n - 1) * step
+            out.append(slice(last, start + 1, -step))
+            flips.append(d)
+        d += 1
     return tuple(out), flips
 
 
@@ -60,15 +65,15 @@ def _flip(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
 
 
 @kernel("sliceTensor")
-def sliceTensor(x: torch.Tensor, slices: tuple[slice, ...]) -> torch.Tensor:
-    sl, flips = _positive(slices, x.shape)
+def sliceTensor(x: torch.Tensor, *args) -> torch.Tensor:
+    sl, flips = _positive(args[-1], x.shape)
     y = x[sl]
     return _flip(y, flips)
 
 
 @kernel("sliceGradientTensor")
-def sliceGradientTensor(dy: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
-    shape, slices = attrs
+def sliceGradientTensor(dy: torch.Tensor, shape_tensor, *args) -> torch.Tensor:
+    shape, slices = args[-1]
     out = torch.zeros(shape, dtype=dy.dtype, device=dy.device)
     sl, flips = _positive(slices, shape)
     out[sl] = _flip(dy, flips)
@@ -77,9 +82,12 @@ def sliceGradientTensor(dy: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
 
 @kernel("concatTensors")
 def concatTensors(*args) -> torch.Tensor:
-    *xs, (axis, targets) = args
-    y = torch.cat([as_signed(torch.broadcast_to(x, t)) for x, t in zip(xs, targets)], dim=axis)
-    return y.view(xs[0].dtype)
+    *xs, attrs = args
+    axis, targets = attrs[:2]
+    xs_s = [as_signed(torch.broadcast_to(x, t)) for x, t in zip(xs, targets)]
+    if len(attrs) == 3:  # interleave
+        return torch.stack(xs_s, dim=axis + 1).reshape(attrs[2]).view(xs[0].dtype)
+    return torch.cat(xs_s, dim=axis).view(xs[0].dtype)
 
 
 def _float_to_int(x: torch.Tensor, to: torch.dtype) -> torch.Tensor:
@@ -156,4 +164,156 @@ def shapeOf(x: torch.Tensor, attrs: None) -> torch.Tensor:
     out = torch.empty(x.dim(), dtype=torch.int32, device=x.device)
     for i, n in enumerate(x.shape):
         out[i].fill_(n)
+    return out
+
+
+# ---------------------------------------------------------------------------- pad, tile
+_FILLS = (PaddingMode.constant, PaddingMode.zero)
+
+
+def _pad_index(n: int, lo: int, hi: int, mode: PaddingMode, device):
+    """numpy/shape.py's pad_index, computed on the device (no host copy: CUDA-graph safe)."""
+    i = torch.arange(-lo, n + hi, device=device)
+    if mode == PaddingMode.clampToEdge:
+        return i.clamp(0, n - 1), None
+    if mode == PaddingMode.reflect:
+        p = 2 * n - 2
+        m = torch.remainder(i, p) if p else torch.zeros_like(i)
+        return torch.where(m < n, m, p - m), None
+    if mode == PaddingMode.symmetric:
+        m = torch.remainder(i, 2 * n)
+        return torch.where(m < n, m, 2 * n - 1 - m), None
+    p = n - 1
+    q = torch.div(i, p, rounding_mode="floor")
+    m = i - q * p
+    inside = (i >= 0) & (i < n)
+    neg = (~inside & (torch.remainder(q, 2) != 0)) if mode == PaddingMode.antiPeriodic else None
+    return torch.where(inside, i, m), neg
+
+
+def _along(v: torch.Tensor, axis: int, rank: int) -> torch.Tensor:
+    return v.reshape((-1,) + (1,) * (rank - axis - 1))
+
+
+@kernel("padTensor")
+def padTensor(x: torch.Tensor, attrs) -> torch.Tensor:
+    mode, left, right, value = attrs
+    xs = as_signed(x)
+    if mode in _FILLS:
+        shape = tuple(n + lo + hi for n, lo, hi in zip(x.shape, left, right))
+        v = np.asarray(value)
+        if x.dtype in _WIDE:  # filled through the same-size signed type (the bit pattern)
+            v = v.view(v.dtype.str.replace("u", "i"))
+        out = torch.full(shape, v.item(), dtype=xs.dtype, device=x.device)
+        out[tuple(slice(lo, lo + n) for n, lo in zip(x.shape, left))] = xs
+        return out.view(x.dtype) if out.dtype != x.dtype else out
+    y = xs
+    for d, (n, lo, hi) in enumerate(zip(x.shape, left, right)):
+        if lo or hi:
+            idx, neg = _pad_index(n, lo, hi, mode, x.device)
+            y = y.index_select(d, idx)
+            if neg is not None:
+                y = torch.where(_along(neg, d, y.dim()), -y, y)
+    return y.view(x.dtype) if y.dtype != x.dtype else y.contiguous()
+
+
+def _wide(g: torch.Tensor) -> torch.Tensor:
+    return g.float() if g.dtype != torch.float32 else g
+
+
+@kernel("padGradient")
+def padGradient(dy: torch.Tensor, src, attrs) -> torch.Tensor:
+    mode, left, right, shape = attrs
+    if mode in _FILLS:
+        return dy[tuple(slice(lo, lo + n) for n, lo in zip(shape, left))].clone()
+    g = _wide(dy)
+    for d, (n, lo, hi) in enumerate(zip(shape, left, right)):
+        if lo or hi:
+            idx, neg = _pad_index(n, lo, hi, mode, dy.device)
+            if neg is not None:
+                g = torch.where(_along(neg, d, g.dim()), -g, g)
+            out = torch.zeros(g.shape[:d] + (n,) + g.shape[d + 1:], dtype=g.dtype,
+                              device=g.device)
+            g = out.index_add_(d, idx, g)
+    return g.to(dy.dtype)
+
+
+_WIDE = tuple(getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n))
+
+
+@kernel("tileTensor")
+def tileTensor(x: torch.Tensor, mult: tuple[int, ...]) -> torch.Tensor:
+    return as_signed(x).repeat(mult).view(x.dtype) if mult else x.clone()
+
+
+@kernel("tileGradient")
+def tileGradient(dy: torch.Tensor, src, attrs) -> torch.Tensor:
+    mult, shape = attrs
+    split = [v for m, n in zip(mult, shape) for v in (m, n)]
+    g = _wide(dy).reshape(split).sum(dim=tuple(range(0, 2 * len(shape), 2))) if shape else \
+        _wide(dy)
+    return g.to(dy.dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------------------- split, stack, ...
+@kernel("split")
+def split(x: torch.Tensor, attrs) -> tuple[torch.Tensor, ...]:
+    axis, offsets, sizes = attrs
+    parts = torch.split(x, list(sizes), dim=axis)
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+@kernel("stack")
+def stack(*args) -> torch.Tensor:
+    *xs, (axis, shape) = args
+    y = torch.stack([as_signed(torch.broadcast_to(x, shape)) for x in xs], dim=axis)
+    return y.view(xs[0].dtype)
+
+
+@kernel("reverse")
+def reverse(x: torch.Tensor, axes_tensor, axes: tuple[int, ...]) -> torch.Tensor:
+    return _flip(x, list(axes))
+
+
+@kernel("flatten2D")
+def flatten2D(x: torch.Tensor, axis_tensor, shape: tuple[int, int]) -> torch.Tensor:
+    return x.reshape(shape)
+
+
+def _blocks(x: torch.Tensor, attrs) -> torch.Tensor:
+    split_shape, perm, out = attrs
+    y = as_signed(x).reshape(split_shape).permute(perm).reshape(out)
+    return y.view(x.dtype) if y.dtype != x.dtype else y
+
+
+for _k in ("spaceToBatch", "batchToSpace", "spaceToDepth2D", "depthToSpace2D"):
+    kernel(_k)(_blocks)
+
+
+@kernel("coordinate")
+def coordinate(anchor: torch.Tensor, shape_tensor, attrs) -> torch.Tensor:
+    axis, shape = attrs
+    v = torch.arange(shape[axis], dtype=torch.int32, device=anchor.device)
+    return _along(v, axis, len(shape)).expand(shape).contiguous()
+
+
+@kernel("reinterpretCast")
+def reinterpretCast(x: torch.Tensor, attrs) -> torch.Tensor:
+    to, shape = attrs
+    to = torch_dtype(to)
+    flat = x.contiguous().reshape(-1)  # (a flat view: dtype views need stride-1 rows)
+    if flat.numel() == 0:
+        return torch.empty(shape, dtype=to, device=x.device)
+    if flat.stride(0) != 1:
+        flat = torch.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
+    y = flat.view(torch.uint8) != 0 if to == torch.bool else flat.view(to)
+    return y.reshape(shape) if shape is not None else y
+
+
+@kernel("sliceUpdateDataTensor")
+def sliceUpdateDataTensor(data: torch.Tensor, update: torch.Tensor, *args) -> torch.Tensor:
+    slices, shape = args[-1]
+    out = data.clone()
+    sl, flips = _positive(slices, data.shape)
+    as_signed(out)[sl] = _flip(as_signed(torch.broadcast_to(update, shape)), flips)
     return out
