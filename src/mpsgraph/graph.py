@@ -13,6 +13,7 @@ from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, Sh
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.conv_extra import ConvExtraOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
 from .ops.loss import LossOps
@@ -204,8 +205,9 @@ def _short_repr(value: Any) -> str:
     return r if len(r) <= 80 else r[:77] + "..."
 
 
-class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, AutodiffOps):
+class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
+            ReductionOps, ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps,
+            AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
