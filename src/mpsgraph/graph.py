@@ -19,6 +19,7 @@ from .ops.cumulative import CumulativeOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
+from .ops.pool_extra import PoolExtraOps
 from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
 from .ops.rnn import RNNOps
@@ -206,8 +207,8 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
-            ReductionOps, ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps,
-            AutodiffOps):
+            ReductionOps, ShapeOps, LossOps, PoolingOps, PoolExtraOps, OptimizerOps,
+            CumulativeOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
