@@ -429,6 +429,9 @@ def _infer_wgrad(ctx: InferContext):
     dys, xs = ctx.type_of("incomingGradient").shape, ctx.type_of("source").shape
     dperm, dyc = fam.data(ctx, "incomingGradient", dys)
     xperm, xc = fam.data(ctx, "source", xs)
+    if dys is not None and xs is not None and len(dys) != len(xs):
+        raise ctx.error(ShapeError, "incomingGradient", f"the source's rank {len(xs)} (shape "
+                        f"{xs})", f"rank {len(dys)} shape {dys}")
     wrank = 5 if isinstance(fam, _Conv3D) else 4
     ws = _shape_arg(ctx, fam, wrank, "the forward weights' shape")
     if ws is None:
@@ -493,7 +496,17 @@ class _RenamedContext(InferContext):
 
     def error(self, cls, argument, expected, given):
         head, dot, rest = argument.partition(".")
-        return super().error(cls, self.outer.get(head, head) + dot + rest, expected, given)
+        return super().error(cls, self.outer.get(head, head) + dot + rest,
+                             self._words(expected), self._words(given))
+
+    def _words(self, text):
+        """The inner argument names in a message, as the outer ones (swapped at once)."""
+        if not isinstance(text, str) or not self.outer:
+            return text
+        import re
+
+        pat = re.compile(r"\b(" + "|".join(map(re.escape, self.outer)) + r")\b")
+        return pat.sub(lambda m: self.outer[m.group(1)], text)
 
 
 def _renamed(ctx: InferContext, outer_to_inner: dict) -> _RenamedContext:
