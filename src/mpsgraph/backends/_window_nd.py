@@ -81,6 +81,11 @@ def _inside_mask(xp, a, like):
 
 
 def _empty(a) -> bool:
+    """No output (an empty source with outputs has only empty windows: computed as such)."""
+    return 0 in a.out_shape
+
+
+def _empty_grad(a) -> bool:
     return 0 in a.out_shape or 0 in a.in_shape
 
 
@@ -89,7 +94,8 @@ def max_pool(xp, x, a, want_index: bool, dtype):
     propagates; an empty window gives -inf and tap -1."""
     if _empty(a):
         z = xp.full(a.out_shape, 0.0, like=x)
-        idx = xp.full(a.out_shape, -1, like=x, dtype=np.int64) if want_index else None
+        idx = xp.full(a.out_shape, -1, like=x, dtype=np.dtype(a.index_dtype)) \
+            if want_index else None
         return xp.finish(z, dtype), idx, None
     w = _padded(xp, x, a, NEG_INF)
     inside = _inside_mask(xp, a, x)
@@ -129,7 +135,7 @@ def _indices(xp, a, best, like):
 
 def max_pool_gradient(xp, dy, x, a, dtype):
     """Each window's gradient to its first maximum (the tap max_pool picked)."""
-    if _empty(a):
+    if _empty_grad(a):
         return xp.finish(xp.full(a.in_shape, 0.0, like=x), dtype)
     _, _, best = max_pool(xp, x, a, False, np.float32)
     g = xp.work(dy)
@@ -194,14 +200,14 @@ def _spread(xp, g, a, like):
 
 
 def avg_pool_gradient(xp, dy, x, a, inv, dtype):
-    if _empty(a):
+    if _empty_grad(a):
         return xp.finish(xp.full(a.in_shape, 0.0, like=x), dtype)
     return xp.finish(_spread(xp, xp.work(dy) * inv, a, x), dtype)
 
 
 def l2_pool_gradient(xp, dy, x, a, dtype):
     """dx = x * sum over the windows holding x of dy / norm (0 where the norm is 0)."""
-    if _empty(a):
+    if _empty_grad(a):
         return xp.finish(xp.full(a.in_shape, 0.0, like=x), dtype)
     y = xp.sqrt(sum_pool(xp, x, a, True))
     g = xp.where(y > 0, xp.work(dy) / xp.where(y > 0, y, 1.0), 0.0)

@@ -332,8 +332,20 @@ def _im2col_attrs(ctx, d, n, c, h, w, ho, wo, out):
                         (n, c, h, w), (ho, wo), d.dataLayout == L.NHWC, tuple(out))
 
 
-def _infer_imToCol(ctx: InferContext):
+_IM2COL_TYPES = (DataType.float32, DataType.float16, DataType.bFloat16, DataType.int8,
+                 DataType.int16, DataType.int32, DataType.int64, DataType.uInt8)
+
+
+def _im2col_dtype(ctx: InferContext) -> DataType:
     dt = ctx.type_of("source").dataType
+    if dt not in _IM2COL_TYPES:
+        raise ctx.error(DataTypeError, "source", "float32, float16, bFloat16, int8, int16, "
+                        "int32, int64 or uInt8", dt)
+    return dt
+
+
+def _infer_imToCol(ctx: InferContext):
+    dt = _im2col_dtype(ctx)
     d = ctx.attrs.descriptor
     shape = ctx.type_of("source").shape
     if shape is None:
@@ -344,7 +356,7 @@ def _infer_imToCol(ctx: InferContext):
 
 
 def _infer_colToIm(ctx: InferContext):
-    dt = ctx.type_of("source").dataType
+    dt = _im2col_dtype(ctx)
     d = ctx.attrs.descriptor
     shape = list(ctx.attrs.output_shape)
     if any(s < 0 for s in shape):
