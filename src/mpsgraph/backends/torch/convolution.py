@@ -321,8 +321,29 @@ def _nd_pad_arg(extra):
     return out
 
 
-def _nd_in(t, perm, cshape):
-    return _work(canonical(to_canonical_array(canonical(t), perm, cshape).contiguous()))
+def _nd_format(a: ConvNDAttrs, *cshapes) -> torch.memory_format:
+    """channels_last_3d for channels-last 3-D data (NDHWC, or a depthwise 3-D source with the
+    channel axis last): the permuted user tensor is then already in cuDNN's NDHWC layout. As
+    in 2-D (`_memory_format`), operands with one channel or one voxel run contiguous."""
+    if len(a.stride) != 3 or a.data_perm != (0, 4, 1, 2, 3) or any(
+            s[1] == 1 or s[2] * s[3] * s[4] == 1 for s in cshapes):
+        return torch.contiguous_format
+    return torch.channels_last_3d
+
+
+def _cl3d_strides(shape) -> tuple[int, ...]:
+    n, c, d, h, w = (max(v, 1) for v in shape)
+    return (d * h * w * c, 1, h * w * c, w * c, c)
+
+
+def _nd_in(t, perm, cshape, fmt=torch.contiguous_format):
+    """An operand in canonical form with exact strides of `fmt` (a copy only when needed)."""
+    t = to_canonical_array(canonical(t), perm, cshape)
+    if fmt == torch.channels_last_3d:
+        if t.stride() != _cl3d_strides(t.shape):
+            t = t.clone(memory_format=fmt)
+        return _work(t)
+    return _work(canonical(t.contiguous()))
 
 
 def _nd_out(yc, perm, out_shape, dtype):
@@ -368,7 +389,8 @@ def _nd_conv_fwd(x, w, a: ConvNDAttrs):
     a2 = _as_2d(a)
     if a2 is not None:
         return convolution2D(x, _w2d(w, a), a2)
-    xc, wc = _nd_in(x, a.data_perm, a.x_c), _nd_in(w, a.weights_perm, a.w_c)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    xc, wc = _nd_in(x, a.data_perm, a.x_c, fmt), _nd_in(w, a.weights_perm, a.w_c, fmt)
     sym, extra = _nd_split(a)
     if any(pb or pe for pb, pe in extra):
         xc = F.pad(xc, _nd_pad_arg(extra))
@@ -383,11 +405,12 @@ def _nd_conv_dgrad(dy, w, shape_tensor, a: ConvNDAttrs):
     a2 = _as_2d(a)
     if a2 is not None:
         return convolution2DDataGradient(dy, _w2d(w, a), None, a2)
-    dyc, wc = _nd_in(dy, a.data_perm, a.y_c), _nd_in(w, a.weights_perm, a.w_c)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    dyc, wc = _nd_in(dy, a.data_perm, a.y_c, fmt), _nd_in(w, a.weights_perm, a.w_c, fmt)
     sym, extra = _nd_split(a)
     b, c, *s = a.x_c
     src = torch.empty((b, c, *(n + pb + pe for n, (pb, pe) in zip(s, extra))),
-                      dtype=dyc.dtype, device=dyc.device)
+                      dtype=dyc.dtype, device=dyc.device, memory_format=fmt)
     dx = _conv_backward(dyc, src, wc, None, list(a.stride), sym, list(a.dilation), False,
                         [0] * len(sym), a.groups, [True, False, False])[0]
     if any(pb or pe for pb, pe in extra):
@@ -404,11 +427,13 @@ def _nd_conv_wgrad(dy, x, shape_tensor, a: ConvNDAttrs):
         wc = (a.w_c[0], 1, a.w_c[-2], a.w_c[-1])
         dw = convolution2DWeightsGradient(dy, x, None, dataclasses.replace(a2, out_shape=wc))
         return _nd_out(dw.reshape(a.w_c), a.weights_perm, a.out_shape, dy.dtype)
-    dyc, xc = _nd_in(dy, a.data_perm, a.y_c), _nd_in(x, a.data_perm, a.x_c)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    dyc, xc = _nd_in(dy, a.data_perm, a.y_c, fmt), _nd_in(x, a.data_perm, a.x_c, fmt)
     sym, extra = _nd_split(a)
     if any(pb or pe for pb, pe in extra):
         xc = F.pad(xc, _nd_pad_arg(extra))
-    wv = torch.empty(a.w_c, dtype=dyc.dtype, device=dyc.device)  # only its shape is read
+    wv = torch.empty(a.w_c, dtype=dyc.dtype, device=dyc.device,  # only its shape is read
+                     memory_format=fmt)
     dw = _conv_backward(dyc, xc, wv, None, list(a.stride), sym, list(a.dilation), False,
                         [0] * len(sym), a.groups, [False, True, False])[1]
     return _nd_out(dw, a.weights_perm, a.out_shape, dy.dtype)
