@@ -53,6 +53,7 @@ from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
 from ._shape_math import UNKNOWN, conv_output_size, known
 from .convolution import (
+    Conv2DAttrs,
     _ConvOpAttrs,
     _infer_convolution2D,
     _infer_convolution2DDataGradient,
@@ -65,7 +66,8 @@ from .convolution import (
 if TYPE_CHECKING:
     from ..graph import Graph, Operation, Tensor
 
-__all__ = ["ConvNDAttrs", "ConvExtraOps", "to_canonical_array", "from_canonical_array"]
+__all__ = ["ConvNDAttrs", "ConvExtraOps", "to_canonical_array", "from_canonical_array",
+           "as_depthwise_2d"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,26 @@ def from_canonical_array(c: Any, perm: Sequence[int], ushape: Sequence[int]) -> 
     inv = tuple(int(i) for i in np.argsort(perm))
     t = c.reshape(tuple(ushape[i] for i in perm))
     return t.permute(*inv) if hasattr(t, "permute") else t.transpose(inv)
+
+
+def as_depthwise_2d(a: ConvNDAttrs) -> Conv2DAttrs | None:
+    """The 2-D depthwise convolution this N-D one is, if any (the backends then run their 2-D
+    kernels, with weights as OIHW [C*M, 1, kH, kW]; the result's shape is the op's):
+    depthwiseConvolution2D, and depthwiseConvolution3D
+    of a rank-4 source whose slowest spatial axis has a kernel, stride and padding of 1, 1,
+    0 and whose channel axis is 1 or 3 - PyTorch's way of calling it for 2-D depthwise
+    convolutions (weights [1, C, kH, kW], channelDimensionIndex -3)."""
+    perm = a.data_perm
+    if len(a.stride) == 2:
+        st, dl, (py, px) = a.stride, a.dilation, a.pads
+    elif (len(perm) == 4 and perm in ((1, 0, 2, 3), (3, 0, 1, 2)) and a.w_c[2] == 1
+          and a.stride[0] == 1 and a.pads[0] == (0, 0)):
+        st, dl, (py, px) = a.stride[1:], a.dilation[1:], a.pads[1:]
+    else:
+        return None
+    layout = L.NCHW if perm in ((0, 1, 2, 3), (1, 0, 2, 3)) else L.NHWC
+    return Conv2DAttrs(tuple(st), tuple(dl), (py[0], py[1], px[0], px[1]), a.groups, layout,
+                       L.OIHW, a.out_shape)
 
 
 # ---------------------------------------------------------------------------- geometry

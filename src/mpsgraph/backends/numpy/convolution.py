@@ -23,6 +23,8 @@ float32 and rounded once at the end.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -350,7 +352,12 @@ def convolutionTranspose2DWeightsGradient(dy, x, shape_tensor, a: Conv2DAttrs):
 #     data     dcol = w^T @ dy;  dxp[tap(t)] += dcol[:, :, :, t]         GEMM, then col2im
 # The only Python loops are over the taps (and batch chunks keeping col below _COL_BYTES).
 # Only basic slicing builds views, so any input strides are fine.
-from ...ops.conv_extra import ConvNDAttrs, from_canonical_array, to_canonical_array  # noqa: E402
+from ...ops.conv_extra import (  # noqa: E402
+    ConvNDAttrs,
+    as_depthwise_2d,
+    from_canonical_array,
+    to_canonical_array,
+)
 
 
 def _nd_taps(a: ConvNDAttrs, k):
@@ -461,9 +468,18 @@ def _nd_empty(a: ConvNDAttrs, *arrays) -> bool:
         or 0 in a.w_c or 0 in a.y_c
 
 
+def _w2d(w, a: ConvNDAttrs) -> np.ndarray:
+    """Depthwise weights as OIHW [C*M, 1, kH, kW] (for the 2-D kernels)."""
+    return to_canonical_array(w, a.weights_perm, a.w_c).reshape(a.w_c[0], 1, a.w_c[-2],
+                                                                 a.w_c[-1])
+
+
 def _nd_fwd_kernel(x, w, a: ConvNDAttrs):
     if _nd_empty(a, x, w):
         return np.zeros(a.out_shape, x.dtype)
+    a2 = as_depthwise_2d(a)  # depthwise 2-D: the 2-D kernels' zero-copy tap views
+    if a2 is not None:
+        return convolution2D(x, _w2d(w, a), a2)
     wd = _work_dtype(x.dtype)
     xc = to_canonical_array(x, a.data_perm, a.x_c)
     wc = to_canonical_array(w, a.weights_perm, a.w_c)
@@ -473,6 +489,9 @@ def _nd_fwd_kernel(x, w, a: ConvNDAttrs):
 def _nd_dgrad_kernel(dy, w, shape_tensor, a: ConvNDAttrs):
     if _nd_empty(a, dy, w):
         return np.zeros(a.out_shape, dy.dtype)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        return convolution2DDataGradient(dy, _w2d(w, a), None, a2)
     wd = _work_dtype(dy.dtype)
     dyc = to_canonical_array(dy, a.data_perm, a.y_c)
     wc = to_canonical_array(w, a.weights_perm, a.w_c)
@@ -482,6 +501,11 @@ def _nd_dgrad_kernel(dy, w, shape_tensor, a: ConvNDAttrs):
 def _nd_wgrad_kernel(dy, x, shape_tensor, a: ConvNDAttrs):
     if _nd_empty(a, dy, x):
         return np.zeros(a.out_shape, dy.dtype)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        wc = (a.w_c[0], 1, a.w_c[-2], a.w_c[-1])
+        dw = convolution2DWeightsGradient(dy, x, None, dataclasses.replace(a2, out_shape=wc))
+        return _nd_finish(dw.reshape(a.w_c), a.weights_perm, a.out_shape, dy.dtype)
     wd = _work_dtype(dy.dtype)
     dyc = to_canonical_array(dy, a.data_perm, a.y_c)
     xc = to_canonical_array(x, a.data_perm, a.x_c)

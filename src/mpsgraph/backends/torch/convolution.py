@@ -305,7 +305,12 @@ def convolutionTranspose2DWeightsGradient(dy, x, shape_tensor, a: Conv2DAttrs):
 # see `canonical`); symmetric padding is the convolution's own, the asymmetric remainder a
 # zero pad of the source (forward, weights gradient) or a larger virtual source that the data
 # gradient is sliced from.
-from ...ops.conv_extra import ConvNDAttrs, from_canonical_array, to_canonical_array  # noqa: E402
+from ...ops.conv_extra import (  # noqa: E402
+    ConvNDAttrs,
+    as_depthwise_2d,
+    from_canonical_array,
+    to_canonical_array,
+)
 
 
 def _nd_split(a: ConvNDAttrs):
@@ -358,25 +363,6 @@ def _nd_degenerate(a: ConvNDAttrs, *ts) -> bool:
             or 0 in a.y_c)
 
 
-def _as_2d(a: ConvNDAttrs) -> Conv2DAttrs | None:
-    """The 2-D depthwise convolution this N-D one is, if any (then the 2-D kernels run it,
-    Triton's depthwise kernels included): depthwiseConvolution2D, and depthwiseConvolution3D
-    of a rank-4 source whose slowest spatial axis has a kernel, stride and padding of 1, 1,
-    0 and whose channel axis is 1 or 3 - PyTorch's way of calling it for 2-D depthwise
-    convolutions (weights [1, C, kH, kW], channelDimensionIndex -3)."""
-    perm = a.data_perm
-    if len(a.stride) == 2:
-        st, dl, (py, px) = a.stride, a.dilation, a.pads
-    elif (len(perm) == 4 and perm in ((1, 0, 2, 3), (3, 0, 1, 2)) and a.w_c[2] == 1
-          and a.stride[0] == 1 and a.pads[0] == (0, 0)):
-        st, dl, (py, px) = a.stride[1:], a.dilation[1:], a.pads[1:]
-    else:
-        return None
-    layout = L.NCHW if perm in ((0, 1, 2, 3), (1, 0, 2, 3)) else L.NHWC
-    return Conv2DAttrs(tuple(st), tuple(dl), (py[0], py[1], px[0], px[1]), a.groups, layout,
-                       L.OIHW, a.out_shape)
-
-
 def _w2d(w, a: ConvNDAttrs):
     """Depthwise weights as OIHW [C*M, 1, kH, kW]."""
     wc = to_canonical_array(canonical(w), a.weights_perm, a.w_c)
@@ -386,7 +372,7 @@ def _w2d(w, a: ConvNDAttrs):
 def _nd_conv_fwd(x, w, a: ConvNDAttrs):
     if _nd_degenerate(a, x, w):
         return _empty_result(a.out_shape, x)
-    a2 = _as_2d(a)
+    a2 = as_depthwise_2d(a)
     if a2 is not None:
         return convolution2D(x, _w2d(w, a), a2)
     fmt = _nd_format(a, a.x_c, a.y_c)
@@ -402,7 +388,7 @@ def _nd_conv_fwd(x, w, a: ConvNDAttrs):
 def _nd_conv_dgrad(dy, w, shape_tensor, a: ConvNDAttrs):
     if _nd_degenerate(a, dy, w):
         return _empty_result(a.out_shape, dy)
-    a2 = _as_2d(a)
+    a2 = as_depthwise_2d(a)
     if a2 is not None:
         return convolution2DDataGradient(dy, _w2d(w, a), None, a2)
     fmt = _nd_format(a, a.x_c, a.y_c)
@@ -422,7 +408,7 @@ def _nd_conv_dgrad(dy, w, shape_tensor, a: ConvNDAttrs):
 def _nd_conv_wgrad(dy, x, shape_tensor, a: ConvNDAttrs):
     if _nd_degenerate(a, dy, x):
         return _empty_result(a.out_shape, dy)
-    a2 = _as_2d(a)
+    a2 = as_depthwise_2d(a)
     if a2 is not None:
         wc = (a.w_c[0], 1, a.w_c[-2], a.w_c[-1])
         dw = convolution2DWeightsGradient(dy, x, None, dataclasses.replace(a2, out_shape=wc))
