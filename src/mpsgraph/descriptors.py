@@ -243,8 +243,7 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
     require the kernel size; a kernel of size 0 makes them fail, as it does here).
     Paddings are used only with `PaddingStyle.explicit`. `returnIndicesMode` (raw values of
     `MPSGraphPoolingReturnIndicesMode`: 0 none, 1-4 globalFlatten1D-4D, 5-8 localFlatten1D-4D)
-    and `returnIndicesDataType` are stored and validated; `maxPooling2DReturnIndices` is not
-    implemented (see ops/pooling.py).
+    and `returnIndicesDataType` configure `maxPooling2DReturnIndices` (ops/pool_extra.py).
     """
 
     kernelWidth: int = 1

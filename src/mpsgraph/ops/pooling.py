@@ -34,8 +34,9 @@ Decisions where Apple's documentation is silent (all tested):
 * maxPooling2DGradient sends each window's incoming gradient to ONE element: the first maximum
   in window order (row-major over the taps p, then q), as PyTorch's CPU kernels do; windows
   that overlap add their contributions.
-* `returnIndicesMode` / `maxPooling2DReturnIndices` / the indices-based maxPooling2DGradient
-  overloads are not implemented (the descriptor properties exist and are validated).
+* `returnIndicesMode` drives `maxPooling2DReturnIndices`; maxPooling2DGradient's overload
+  with `indicesTensor=` / `outputShape=` is the op `maxPooling2DGradientIndices`: both in
+  ops/pool_extra.py.
 * Gradient rules: maxPooling2D -> maxPooling2DGradient; avgPooling2D -> avgPooling2DGradient;
   avgPooling2DGradient (linear in `gradient`) -> avgPooling2D of the incoming gradient (its
   `sourceTensor` only supplies the shape: zero gradient). maxPooling2DGradient has no rule.
