@@ -6,8 +6,14 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 
 from .descriptors import (
     Convolution2DOpDescriptor,
+    Convolution3DOpDescriptor,
+    DepthwiseConvolution2DOpDescriptor,
+    DepthwiseConvolution3DOpDescriptor,
+    ImToColOpDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
+    Pooling4DOpDescriptor,
+    PoolingReturnIndicesMode,
     UnknownPropertyError,
 )
 from .errors import (
@@ -53,5 +59,8 @@ __all__ = [
     "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
+    "Convolution3DOpDescriptor", "DepthwiseConvolution2DOpDescriptor",
+    "DepthwiseConvolution3DOpDescriptor", "Pooling4DOpDescriptor", "ImToColOpDescriptor",
+    "PoolingReturnIndicesMode",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]

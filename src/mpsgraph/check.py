@@ -507,7 +507,70 @@ def _ops_table():
         ("linalg", "inverse", lambda g, a: g.inverse(g.addition(a, g.constant(
             3 * np.eye(3, dtype=np.float32)))), lambda a: np.linalg.inv(a + 3 * np.eye(3)),
          [(2, 3, 3)], "any"),
-    ] + _math_ops_table()
+    ] + _math_ops_table() + _conv_pool_extra_table(pool_ref)
+
+
+def _conv_pool_extra_table(pool_ref):
+    """Rows of issue 18's ops (3-D / depthwise / transposed convolution, 4-D pooling,
+    imToCol), with float64 references built from ref_conv's loops or plain reshapes."""
+    from .descriptors import (
+        Convolution2DOpDescriptor,
+        Convolution3DOpDescriptor,
+        DepthwiseConvolution2DOpDescriptor,
+        DepthwiseConvolution3DOpDescriptor,
+        ImToColOpDescriptor,
+        Pooling4DOpDescriptor,
+    )
+
+    def blocks(x):  # [n, c, 4, 4] -> [n, c, 2 (i), 2 (j), 4 (the 2x2 window, row-major)]
+        n, c = x.shape[:2]
+        return x.reshape(n, c, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, 2, 2, 4)
+
+    def conv3d_ref(x, w):  # stride 1, unpadded, groups 1: a sum over the taps
+        kd, kh, kw = w.shape[2:]
+        do, ho, wo = (s - k + 1 for s, k in zip(x.shape[2:], w.shape[2:]))
+        y = 0.0
+        for a in range(kd):
+            for b in range(kh):
+                for e in range(kw):
+                    y = y + np.einsum("ncdhw,oc->nodhw",
+                                      x[:, :, a:a + do, b:b + ho, e:e + wo], w[:, :, a, b, e])
+        return y
+
+    def dw_ref(x, w):  # depthwise: w [M, C, 3, 3] -> [C*M, 1, 3, 3], groups C, pad 1
+        m, c = w.shape[:2]
+        return ref_conv(x, w.transpose(1, 0, 2, 3).reshape(c * m, 1, 3, 3), 1, 1, 1, 1, 1, 1,
+                        c, x.shape[2], x.shape[3])
+
+    p4 = Pooling4DOpDescriptor(kernelSizes=[1, 1, 2, 2], strides=[1, 1, 2, 2])
+    tr = Convolution2DOpDescriptor(strideInX=2, strideInY=2, paddingTop=1, paddingLeft=1,
+                                   paddingBottom=1, paddingRight=1)
+    d3 = DepthwiseConvolution3DOpDescriptor(paddingValues=[0, 0, 1, 1, 1, 1],
+                                            channelDimensionIndex=-3)
+    im = ImToColOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
+    return [
+        ("convolution", "convolution3D", lambda g, a, b: g.convolution3D(
+            a, b, Convolution3DOpDescriptor()), conv3d_ref, [(2, 3, 4, 4, 3), (2, 3, 2, 2, 2)],
+         "any"),
+        ("convolution", "depthwiseConvolution2D", lambda g, a, b: g.depthwiseConvolution2D(
+            a, b, DepthwiseConvolution2DOpDescriptor(paddingLeft=1, paddingRight=1,
+                                                     paddingTop=1, paddingBottom=1)),
+         dw_ref, [(2, 3, 4, 5), (2, 3, 3, 3)], "any"),
+        ("convolution", "depthwiseConvolution3D", lambda g, a, b: g.depthwiseConvolution3D(
+            a, b, d3), dw_ref,  # channel axis -3: the batch axis is a depth of kernel 1
+         [(2, 3, 4, 5), (1, 3, 3, 3)], "any"),
+        ("convolution", "convolutionTranspose2D", lambda g, a, b: g.convolutionTranspose2D(
+            a, b, [2, 2, 6, 6], tr), lambda a, b: ref_conv_data_grad(
+                a, b, (2, 2, 6, 6), 2, 2, 1, 1, 1, 1, 1), [(2, 3, 3, 3), (3, 2, 3, 3)], "any"),
+        ("pooling", "maxPooling4D", lambda g, a: g.maxPooling4D(a, p4),
+         lambda a: pool_ref(a, "max"), [(2, 2, 4, 4)], "any"),
+        ("pooling", "avgPooling4D", lambda g, a: g.avgPooling4D(a, p4),
+         lambda a: pool_ref(a, "avg"), [(2, 2, 4, 4)], "any"),
+        ("pooling", "L2NormPooling4D", lambda g, a: g.L2NormPooling4D(a, p4),
+         lambda a: np.sqrt((blocks(a) ** 2).sum(-1)), [(2, 2, 4, 4)], "away0"),
+        ("pooling", "imToCol", lambda g, a: g.imToCol(a, im),
+         lambda a: blocks(a).transpose(0, 1, 4, 2, 3).reshape(2, 8, 4), [(2, 2, 4, 4)], "any"),
+    ]
 
 
 def _math_ops_table():

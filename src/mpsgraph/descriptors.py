@@ -243,8 +243,7 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
     require the kernel size; a kernel of size 0 makes them fail, as it does here).
     Paddings are used only with `PaddingStyle.explicit`. `returnIndicesMode` (raw values of
     `MPSGraphPoolingReturnIndicesMode`: 0 none, 1-4 globalFlatten1D-4D, 5-8 localFlatten1D-4D)
-    and `returnIndicesDataType` are stored and validated; `maxPooling2DReturnIndices` is not
-    implemented (see ops/pooling.py).
+    and `returnIndicesDataType` configure `maxPooling2DReturnIndices` (ops/pool_extra.py).
     """
 
     kernelWidth: int = 1
@@ -295,3 +294,319 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
             op, name, "returnIndicesDataType", d.returnIndicesDataType, DataType,
             (DataType.int32, DataType.int64), "DataType.int32 or int64", argument)
         return d
+
+
+# ---------------------------------------------------------------------------- issue 18
+class PoolingReturnIndicesMode(IntEnum):
+    """`MPSGraphPoolingReturnIndicesMode` (Swift case names; raw values of MPSGraphPoolingOps.h).
+
+    global*: the index of the maximum in the source, flattened over the 1..4 innermost axes;
+    local*: its index inside the pooling window, flattened over the window's 1..4 innermost
+    axes (docs/semantics.md, "Convolution and pooling (issue 18)")."""
+
+    none = 0
+    globalFlatten1D = 1
+    globalFlatten2D = 2
+    globalFlatten3D = 3
+    globalFlatten4D = 4
+    localFlatten1D = 5
+    localFlatten2D = 6
+    localFlatten3D = 7
+    localFlatten4D = 8
+
+    def __repr__(self) -> str:
+        return f"PoolingReturnIndicesMode.{self.name}"
+
+
+def _check_int_list(op: str, name: str | None, prop: str, value: object, n: int, minimum: int,
+                    argument: str) -> tuple[int, ...]:
+    """A property that is a sequence of exactly `n` ints >= minimum (an NSArray<NSNumber>)."""
+    ok = not isinstance(value, (str, bytes)) and hasattr(value, "__iter__")
+    vals = list(value) if ok else []
+    ok = ok and len(vals) == n and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and v >= minimum
+        for v in vals)
+    if not ok:
+        raise op_error(DescriptorError, op, f"{argument}.{prop}", f"{n} ints >= {minimum}",
+                       repr(value) if isinstance(value, str) else value, name)
+    return tuple(int(v) for v in vals)
+
+
+def _check_bool(op: str, name: str | None, prop: str, value: object, argument: str) -> bool:
+    if not isinstance(value, (bool, np.bool_, int)) or value not in (0, 1):
+        raise op_error(DescriptorError, op, f"{argument}.{prop}", "a bool",
+                       repr(value) if isinstance(value, str) else value, name)
+    return bool(value)
+
+
+def _check_style(op: str, name: str | None, value: object, argument: str) -> PaddingStyle:
+    P = PaddingStyle
+    return _check_enum(op, name, "paddingStyle", value, P,
+                       (P.explicit, P.TF_VALID, P.TF_SAME, P.ONNX_SAME_LOWER),
+                       "PaddingStyle.explicit, TF_VALID, TF_SAME or ONNX_SAME_LOWER "
+                       "(explicitOffset applies only to stencil ops)", argument)
+
+
+def _type_check(self: Any, cls: type, op: str, name: str | None, argument: str) -> None:
+    if not isinstance(self, cls):
+        raise op_error(DescriptorError, op, argument, f"a {cls.__name__}",
+                       type(self).__name__, name)
+
+
+@dataclass
+class Convolution3DOpDescriptor(Descriptor):
+    """`MPSGraphConvolution3DOpDescriptor` (macOS 13.2).
+
+    Positional order is that of Apple's factory `descriptorWithStrideInX:strideInY:strideInZ:
+    dilationRateInX:...:groups:paddingLeft:paddingRight:paddingTop:paddingBottom:paddingFront:
+    paddingBack:paddingStyle:dataLayout:weightsLayout:`. Defaults as Convolution2DOpDescriptor
+    (strides, dilation rates and groups 1, paddings 0, explicit), `dataLayout=NCDHW`,
+    `weightsLayout=OIDHW`. Z is depth; front / back pad the depth axis."""
+
+    strideInX: int = 1
+    strideInY: int = 1
+    strideInZ: int = 1
+    dilationRateInX: int = 1
+    dilationRateInY: int = 1
+    dilationRateInZ: int = 1
+    groups: int = 1
+    paddingLeft: int = 0
+    paddingRight: int = 0
+    paddingTop: int = 0
+    paddingBottom: int = 0
+    paddingFront: int = 0
+    paddingBack: int = 0
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCDHW
+    weightsLayout: TensorNamedDataLayout = TensorNamedDataLayout.OIDHW
+
+    @classmethod
+    def descriptorWithStrideInX(cls, strideInX: int, **kwargs: Any) -> Convolution3DOpDescriptor:
+        """Apple's class factories (with or without the six paddings)."""
+        return cls(strideInX=strideInX, **kwargs)
+
+    def setExplicitPaddingWithPaddingLeft(self, paddingLeft: int, paddingRight: int,
+                                          paddingTop: int, paddingBottom: int,
+                                          paddingFront: int, paddingBack: int) -> None:
+        """Set the six paddings and `paddingStyle = explicit`."""
+        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
+        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
+        self.paddingFront, self.paddingBack = paddingFront, paddingBack
+        self.paddingStyle = PaddingStyle.explicit
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> Convolution3DOpDescriptor:
+        _type_check(self, Convolution3DOpDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        for prop in ("strideInX", "strideInY", "strideInZ", "dilationRateInX",
+                     "dilationRateInY", "dilationRateInZ", "groups"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
+        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom",
+                     "paddingFront", "paddingBack"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+        d.paddingStyle = _check_style(op, name, d.paddingStyle, argument)
+        L = TensorNamedDataLayout
+        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCDHW, L.NDHWC),
+                                   "TensorNamedDataLayout.NCDHW or NDHWC", argument)
+        d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
+                                      (L.OIDHW, L.DHWIO), "TensorNamedDataLayout.OIDHW or DHWIO",
+                                      argument)
+        return d
+
+
+@dataclass
+class DepthwiseConvolution2DOpDescriptor(_ExplicitPadding):
+    """`MPSGraphDepthwiseConvolution2DOpDescriptor`: no groups; the weights' O axis is the
+    channel multiplier M and their I axis the source's channels C (OIHW [M, C, kH, kW] or
+    HWIO [kH, kW, C, M]); output channel c*M + m. Defaults as Convolution2DOpDescriptor.
+    Factories: `init(strideInX:...:weightsLayout:)` and `init(dataLayout:weightsLayout:)`."""
+
+    strideInX: int = 1
+    strideInY: int = 1
+    dilationRateInX: int = 1
+    dilationRateInY: int = 1
+    paddingLeft: int = 0
+    paddingRight: int = 0
+    paddingTop: int = 0
+    paddingBottom: int = 0
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCHW
+    weightsLayout: TensorNamedDataLayout = TensorNamedDataLayout.OIHW
+
+    @classmethod
+    def descriptorWithDataLayout(cls, dataLayout: TensorNamedDataLayout,
+                                 weightsLayout: TensorNamedDataLayout
+                                 ) -> DepthwiseConvolution2DOpDescriptor:
+        return cls(dataLayout=dataLayout, weightsLayout=weightsLayout)
+
+    @classmethod
+    def descriptorWithStrideInX(cls, strideInX: int, **kwargs: Any
+                                ) -> DepthwiseConvolution2DOpDescriptor:
+        return cls(strideInX=strideInX, **kwargs)
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> DepthwiseConvolution2DOpDescriptor:
+        _type_check(self, DepthwiseConvolution2DOpDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        for prop in ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
+        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+        _check_style_and_layout(d, op, name, argument)
+        L = TensorNamedDataLayout
+        d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
+                                      (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
+                                      argument)
+        return d
+
+
+@dataclass
+class DepthwiseConvolution3DOpDescriptor(Descriptor):
+    """`MPSGraphDepthwiseConvolution3DOpDescriptor` (Apple's documented defaults).
+
+    `strides`, `dilationRates`: three numbers, one per spatial axis, fastest running last;
+    `paddingValues`: six numbers, (before, after) per spatial axis, slowest first, used only
+    with `explicit`; `channelDimensionIndex` in -4..-1: the channel axis among the last four
+    axes of source and weights (-4: CDHW, -1: DHWC). Positional order is that of the factory
+    `descriptorWithStrides:dilationRates:paddingValues:paddingStyle:`."""
+
+    strides: list = dataclasses.field(default_factory=lambda: [1, 1, 1])
+    dilationRates: list = dataclasses.field(default_factory=lambda: [1, 1, 1])
+    paddingValues: list = dataclasses.field(default_factory=lambda: [0] * 6)
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    channelDimensionIndex: int = -4
+
+    @classmethod
+    def descriptorWithStrides(cls, strides, dilationRates, paddingValues,
+                              paddingStyle: PaddingStyle) -> DepthwiseConvolution3DOpDescriptor:
+        return cls(strides=list(strides), dilationRates=list(dilationRates),
+                   paddingValues=list(paddingValues), paddingStyle=paddingStyle)
+
+    @classmethod
+    def descriptorWithPaddingStyle(cls, paddingStyle: PaddingStyle
+                                   ) -> DepthwiseConvolution3DOpDescriptor:
+        return cls(paddingStyle=paddingStyle)
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> DepthwiseConvolution3DOpDescriptor:
+        _type_check(self, DepthwiseConvolution3DOpDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        d.strides = _check_int_list(op, name, "strides", d.strides, 3, 1, argument)
+        d.dilationRates = _check_int_list(op, name, "dilationRates", d.dilationRates, 3, 1,
+                                          argument)
+        d.paddingValues = _check_int_list(op, name, "paddingValues", d.paddingValues, 6, 0,
+                                          argument)
+        d.paddingStyle = _check_style(op, name, d.paddingStyle, argument)
+        v = d.channelDimensionIndex
+        if (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
+                or not -4 <= v <= -1):
+            raise op_error(DescriptorError, op, f"{argument}.channelDimensionIndex",
+                           "an int in -4..-1 (an axis of the last four)",
+                           repr(v) if isinstance(v, str) else v, name)
+        d.channelDimensionIndex = int(v)
+        return d
+
+
+@dataclass
+class Pooling4DOpDescriptor(Descriptor):
+    """`MPSGraphPooling4DOpDescriptor` (Apple's documented defaults; `kernelSizes` has none
+    documented: [1, 1, 1, 1]).
+
+    `kernelSizes`, `strides`, `dilationRates`: four numbers, one per pooled axis (the last
+    four of the source), fastest running last; `paddingValues`: eight numbers, (before, after)
+    per axis, slowest first, used only with `explicit`. Positional order is that of the
+    factory `descriptorWithKernelSizes:strides:dilationRates:paddingValues:paddingStyle:`."""
+
+    kernelSizes: list = dataclasses.field(default_factory=lambda: [1, 1, 1, 1])
+    strides: list = dataclasses.field(default_factory=lambda: [1, 1, 1, 1])
+    dilationRates: list = dataclasses.field(default_factory=lambda: [1, 1, 1, 1])
+    paddingValues: list = dataclasses.field(default_factory=lambda: [0] * 8)
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    ceilMode: bool = False
+    includeZeroPadToAverage: bool = False
+    returnIndicesMode: PoolingReturnIndicesMode = PoolingReturnIndicesMode.none
+    returnIndicesDataType: DataType = DataType.int32
+
+    @classmethod
+    def descriptorWithKernelSizes(cls, kernelSizes, strides=None, dilationRates=None,
+                                  paddingValues=None, paddingStyle: PaddingStyle =
+                                  PaddingStyle.explicit) -> Pooling4DOpDescriptor:
+        """Both of Apple's factories (`descriptorWithKernelSizes:paddingStyle:` and the full
+        one)."""
+        kw: dict[str, Any] = {"kernelSizes": list(kernelSizes), "paddingStyle": paddingStyle}
+        for k, v in (("strides", strides), ("dilationRates", dilationRates),
+                     ("paddingValues", paddingValues)):
+            if v is not None:
+                kw[k] = list(v)
+        return cls(**kw)
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> Pooling4DOpDescriptor:
+        _type_check(self, Pooling4DOpDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        for prop in ("kernelSizes", "strides", "dilationRates"):
+            setattr(d, prop, _check_int_list(op, name, prop, getattr(d, prop), 4, 1, argument))
+        d.paddingValues = _check_int_list(op, name, "paddingValues", d.paddingValues, 8, 0,
+                                          argument)
+        d.paddingStyle = _check_style(op, name, d.paddingStyle, argument)
+        d.ceilMode = _check_bool(op, name, "ceilMode", d.ceilMode, argument)
+        d.includeZeroPadToAverage = _check_bool(op, name, "includeZeroPadToAverage",
+                                                d.includeZeroPadToAverage, argument)
+        M = PoolingReturnIndicesMode
+        d.returnIndicesMode = _check_enum(op, name, "returnIndicesMode", d.returnIndicesMode, M,
+                                          tuple(M), "a PoolingReturnIndicesMode", argument)
+        d.returnIndicesDataType = _check_enum(
+            op, name, "returnIndicesDataType", d.returnIndicesDataType, DataType,
+            (DataType.int32, DataType.int64), "DataType.int32 or int64", argument)
+        return d
+
+
+@dataclass
+class ImToColOpDescriptor(_ExplicitPadding):
+    """`MPSGraphImToColOpDescriptor` (macOS 14). Positional order is that of the factory
+    `descriptorWithKernelWidth:kernelHeight:strideInX:strideInY:dilationRateInX:
+    dilationRateInY:paddingLeft:paddingRight:paddingTop:paddingBottom:dataLayout:`.
+    Defaults: kernel 1x1, strides and dilation rates 1, paddings 0, NCHW. There is no
+    paddingStyle: the paddings are always explicit (`setExplicitPaddingWithPaddingLeft`
+    only sets them)."""
+
+    kernelWidth: int = 1
+    kernelHeight: int = 1
+    strideInX: int = 1
+    strideInY: int = 1
+    dilationRateInX: int = 1
+    dilationRateInY: int = 1
+    paddingLeft: int = 0
+    paddingRight: int = 0
+    paddingTop: int = 0
+    paddingBottom: int = 0
+    dataLayout: TensorNamedDataLayout = TensorNamedDataLayout.NCHW
+
+    @classmethod
+    def descriptorWithKernelWidth(cls, kernelWidth: int, **kwargs: Any) -> ImToColOpDescriptor:
+        return cls(kernelWidth=kernelWidth, **kwargs)
+
+    def setExplicitPaddingWithPaddingLeft(self, paddingLeft: int, paddingRight: int,
+                                          paddingTop: int, paddingBottom: int) -> None:
+        """Set the four paddings."""
+        self.paddingLeft, self.paddingRight = paddingLeft, paddingRight
+        self.paddingTop, self.paddingBottom = paddingTop, paddingBottom
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> ImToColOpDescriptor:
+        _type_check(self, ImToColOpDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        for prop in ("kernelWidth", "kernelHeight", "strideInX", "strideInY",
+                     "dilationRateInX", "dilationRateInY"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
+        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+        L = TensorNamedDataLayout
+        d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
+                                   "TensorNamedDataLayout.NCHW or NHWC", argument)
+        return d
+
+
+__all__ += ["PoolingReturnIndicesMode", "Convolution3DOpDescriptor",
+            "DepthwiseConvolution2DOpDescriptor", "DepthwiseConvolution3DOpDescriptor",
+            "Pooling4DOpDescriptor", "ImToColOpDescriptor"]

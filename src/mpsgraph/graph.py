@@ -13,6 +13,7 @@ from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, Sh
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.conv_extra import ConvExtraOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
 from .ops.gather import GatherOps
@@ -20,6 +21,7 @@ from .ops.linalg import LinalgOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
+from .ops.pool_extra import PoolExtraOps
 from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
 from .ops.rnn import RNNOps
@@ -208,9 +210,9 @@ def _short_repr(value: Any) -> str:
     return r if len(r) <= 80 else r[:77] + "..."
 
 
-class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, GatherOps, SortOps,
-            LinalgOps, AutodiffOps):
+class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
+            ReductionOps, ShapeOps, LossOps, PoolingOps, PoolExtraOps, OptimizerOps,
+            CumulativeOps, GatherOps, SortOps, LinalgOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

@@ -34,8 +34,9 @@ Decisions where Apple's documentation is silent (all tested):
 * maxPooling2DGradient sends each window's incoming gradient to ONE element: the first maximum
   in window order (row-major over the taps p, then q), as PyTorch's CPU kernels do; windows
   that overlap add their contributions.
-* `returnIndicesMode` / `maxPooling2DReturnIndices` / the indices-based maxPooling2DGradient
-  overloads are not implemented (the descriptor properties exist and are validated).
+* `returnIndicesMode` drives `maxPooling2DReturnIndices`; maxPooling2DGradient's overload
+  with `indicesTensor=` / `outputShape=` is the op `maxPooling2DGradientIndices`: both in
+  ops/pool_extra.py.
 * Gradient rules: maxPooling2D -> maxPooling2DGradient; avgPooling2D -> avgPooling2DGradient;
   avgPooling2DGradient (linear in `gradient`) -> avgPooling2D of the incoming gradient (its
   `sourceTensor` only supplies the shape: zero gradient). maxPooling2DGradient has no rule.
@@ -233,13 +234,24 @@ class PoolingOps:
         the padded input (padding counts as zeros). An empty window gives 0."""
         return self._pool("avgPooling2D", [("source", source)], descriptor, name)
 
-    def maxPooling2DGradient(self, gradient: Tensor, sourceTensor: Tensor,
-                             descriptor: Pooling2DOpDescriptor, *, name: str | None = None
+    def maxPooling2DGradient(self, gradient: Tensor, sourceTensor: Tensor | None = None,
+                             descriptor: Pooling2DOpDescriptor | None = None, *,
+                             name: str | None = None, indicesTensor: Tensor | None = None,
+                             outputShape=None, outputShapeTensor: Tensor | None = None
                              ) -> Tensor:
         """dL/dsource of maxPooling2D (Swift `maxPooling2DGradient(withGradientTensor:
         sourceTensor:descriptor:name:)`): `gradient` has the forward result's shape
         [N, C, Ho, Wo]; the result has `sourceTensor`'s shape [N, C, H, W]. Each window's
-        gradient goes to the first maximum of the window in tap order (row-major)."""
+        gradient goes to the first maximum of the window in tap order (row-major).
+
+        The overload `maxPooling2DGradient(withGradientTensor:indicesTensor:outputShape:
+        descriptor:name:)` takes `indicesTensor=` (from maxPooling2DReturnIndices, decoded
+        with descriptor.returnIndicesMode) and `outputShape=` (the source's shape, a list or
+        a shape tensor) instead of the source (ops/pool_extra.py)."""
+        if indicesTensor is not None or sourceTensor is None:
+            return self._pool_from_indices("maxPooling2DGradient", gradient, indicesTensor,
+                                           outputShape, outputShapeTensor, descriptor, name,
+                                           Pooling2DOpDescriptor, sourceTensor)
         return self._pool("maxPooling2DGradient", [("gradient", gradient),
                                                    ("sourceTensor", sourceTensor)],
                           descriptor, name)

@@ -23,6 +23,8 @@ float32 and rounded once at the end.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -322,3 +324,195 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
             dwg = part if dwg is None else np.add(dwg, part, out=dwg)
         dw = dwg.reshape(g, kh, kw, cg, og).transpose(1, 2, 3, 0, 4).reshape(kh, kw, cg, o)
     return _finish(dw, None if a.weights_layout == L.HWIO else (3, 2, 0, 1), dy.dtype)
+
+
+# ---------------------------------------------------------------------------- issue 18
+# The transposed 2-D ops are the 2-D ops with their roles renamed (ops/conv_extra.py).
+@kernel("convolutionTranspose2D")
+def convolutionTranspose2D(x, w, shape_tensor, a: Conv2DAttrs):
+    return convolution2DDataGradient(x, w, shape_tensor, a)
+
+
+@kernel("convolutionTranspose2DDataGradient")
+def convolutionTranspose2DDataGradient(dy, w, shape_tensor, a: Conv2DAttrs):
+    return convolution2D(dy, w, a)
+
+
+@kernel("convolutionTranspose2DWeightsGradient")
+def convolutionTranspose2DWeightsGradient(dy, x, shape_tensor, a: Conv2DAttrs):
+    return convolution2DWeightsGradient(x, dy, shape_tensor, a)
+
+
+# N-D convolutions (3-D, depthwise 2-D / 3-D) in the canonical form of ops/conv_extra.py:
+# data [B, C, *S], weights [O, Cg, *K], g groups. With T = prod(K) taps and M = prod(So):
+#     tap(t)   = xp[:, :, t0*r0 : t0*r0 + s0*(So0-1) + 1 : s0, ...]      # [B, C, *So]
+#     col      = [tap(t) for t] as [B, G, Cg*T, M]                      (one copy per tap)
+#     forward  y  = w[G, Og, Cg*T] @ col                                 one batched GEMM
+#     weights  dw = sum_b dy[b] @ col[b]^T                               one GEMM over B*M
+#     data     dcol = w^T @ dy;  dxp[tap(t)] += dcol[:, :, :, t]         GEMM, then col2im
+# The only Python loops are over the taps (and batch chunks keeping col below _COL_BYTES).
+# Only basic slicing builds views, so any input strides are fine.
+from ...ops.conv_extra import (  # noqa: E402
+    ConvNDAttrs,
+    as_depthwise_2d,
+    from_canonical_array,
+    to_canonical_array,
+)
+
+
+def _nd_taps(a: ConvNDAttrs, k):
+    import itertools
+
+    return list(itertools.product(*(range(n) for n in k)))
+
+
+def _nd_tap_index(t, a: ConvNDAttrs, so):
+    return (slice(None), slice(None), *(
+        slice(ti * r, ti * r + s * (o - 1) + 1, s)
+        for ti, r, s, o in zip(t, a.dilation, a.stride, so)))
+
+
+def _nd_padded(xc: np.ndarray, a: ConvNDAttrs, wd, so, k) -> np.ndarray:
+    """The zero-padded source, large enough for every window."""
+    need = [max(pb + n + pe, (o - 1) * s + r * (kk - 1) + 1 if o > 0 else 0)
+            for (pb, pe), n, o, s, r, kk in zip(a.pads, xc.shape[2:], so, a.stride,
+                                                a.dilation, k)]
+    xp = np.zeros((*xc.shape[:2], *need), wd)
+    xp[(slice(None), slice(None), *(slice(pb, pb + n) for (pb, _), n in
+                                    zip(a.pads, xc.shape[2:])))] = xc
+    return xp
+
+
+def _nd_col(xp: np.ndarray, a: ConvNDAttrs, so, k) -> np.ndarray:
+    """[B, G, Cg*T, M] (channel-major, then tap)."""
+    b, c = xp.shape[:2]
+    g = a.groups
+    taps = _nd_taps(a, k)
+    m = int(np.prod(so)) if so else 1
+    col = np.empty((b, c, len(taps), *so), xp.dtype)
+    for i, t in enumerate(taps):
+        col[:, :, i] = xp[_nd_tap_index(t, a, so)]
+    return col.reshape(b, g, (c // g) * len(taps), m)
+
+
+def _nd_chunks(b: int, per: int) -> list[slice]:
+    return _batch_chunks(b, per)
+
+
+def _nd_forward(xc: np.ndarray, wc: np.ndarray, a: ConvNDAttrs, wd) -> np.ndarray:
+    b, o = xc.shape[0], wc.shape[0]
+    so = a.y_c[2:]
+    k = wc.shape[2:]
+    g = a.groups
+    wm = np.asarray(wc, wd).reshape(g, o // g, -1)  # [G, Og, Cg*T]
+    xp = _nd_padded(xc, a, wd, so, k)
+    y = np.empty((b, g, o // g, int(np.prod(so))), wd)
+    per = xc.shape[1] * int(np.prod(k)) * int(np.prod(so)) * wd.itemsize
+    for ch in _nd_chunks(b, per):
+        np.matmul(wm[None], _nd_col(xp[ch], a, so, k), out=y[ch])
+    return y.reshape(b, o, *so)
+
+
+def _nd_weights_grad(dyc: np.ndarray, xc: np.ndarray, a: ConvNDAttrs, wd) -> np.ndarray:
+    o, cg, *k = a.w_c
+    so = a.y_c[2:]
+    g = a.groups
+    b = xc.shape[0]
+    m = int(np.prod(so))
+    xp = _nd_padded(xc, a, wd, so, k)
+    dw = np.zeros((g, o // g, cg * int(np.prod(k))), wd)
+    dy4 = np.asarray(dyc, wd).reshape(b, g, o // g, m)
+    per = xc.shape[1] * int(np.prod(k)) * m * wd.itemsize
+    for ch in _nd_chunks(b, per):
+        col = _nd_col(xp[ch], a, so, k)  # [b, G, K, M]
+        nb = col.shape[0]
+        lhs = dy4[ch].transpose(1, 2, 0, 3).reshape(g, o // g, nb * m)
+        rhs = col.transpose(1, 0, 3, 2).reshape(g, nb * m, col.shape[2])
+        dw += np.matmul(lhs, rhs)
+    return dw.reshape(o, cg, *k)
+
+
+def _nd_data_grad(dyc: np.ndarray, wc: np.ndarray, a: ConvNDAttrs, wd) -> np.ndarray:
+    b, c, *s_in = a.x_c
+    o, cg, *k = wc.shape
+    so = a.y_c[2:]
+    g = a.groups
+    taps = _nd_taps(a, k)
+    m = int(np.prod(so))
+    wt = np.asarray(wc, wd).reshape(g, o // g, cg * len(taps)).transpose(0, 2, 1)  # [G, K, Og]
+    dy4 = np.asarray(dyc, wd).reshape(b, g, o // g, m)
+    need = [max(pb + n + pe, (oo - 1) * st + r * (kk - 1) + 1 if oo > 0 else 0)
+            for (pb, pe), n, oo, st, r, kk in zip(a.pads, s_in, so, a.stride, a.dilation, k)]
+    dxp = np.zeros((b, c, *need), wd)
+    per = c * len(taps) * m * wd.itemsize
+    for ch in _nd_chunks(b, per):
+        dcol = np.matmul(wt[None], dy4[ch])  # [b, G, Cg*T, M]
+        nb = dcol.shape[0]
+        dcol = dcol.reshape(nb, c, len(taps), *so)
+        part = dxp[ch]
+        for i, t in enumerate(taps):
+            part[_nd_tap_index(t, a, so)] += dcol[:, :, i]
+    return dxp[(slice(None), slice(None), *(slice(pb, pb + n) for (pb, _), n in
+                                            zip(a.pads, s_in)))]
+
+
+def _nd_finish(yc: np.ndarray, perm, out_shape, dtype) -> np.ndarray:
+    y = from_canonical_array(yc, perm, out_shape)
+    out = np.empty(y.shape, dtype)
+    np.copyto(out, y, casting="unsafe")
+    return out
+
+
+def _nd_empty(a: ConvNDAttrs, *arrays) -> bool:
+    return 0 in a.out_shape or any(t.size == 0 for t in arrays) or 0 in a.x_c \
+        or 0 in a.w_c or 0 in a.y_c
+
+
+def _w2d(w, a: ConvNDAttrs) -> np.ndarray:
+    """Depthwise weights as OIHW [C*M, 1, kH, kW] (for the 2-D kernels)."""
+    return to_canonical_array(w, a.weights_perm, a.w_c).reshape(a.w_c[0], 1, a.w_c[-2],
+                                                                 a.w_c[-1])
+
+
+def _nd_fwd_kernel(x, w, a: ConvNDAttrs):
+    if _nd_empty(a, x, w):
+        return np.zeros(a.out_shape, x.dtype)
+    a2 = as_depthwise_2d(a)  # depthwise 2-D: the 2-D kernels' zero-copy tap views
+    if a2 is not None:
+        return convolution2D(x, _w2d(w, a), a2)
+    wd = _work_dtype(x.dtype)
+    xc = to_canonical_array(x, a.data_perm, a.x_c)
+    wc = to_canonical_array(w, a.weights_perm, a.w_c)
+    return _nd_finish(_nd_forward(xc, wc, a, wd), a.data_perm, a.out_shape, x.dtype)
+
+
+def _nd_dgrad_kernel(dy, w, shape_tensor, a: ConvNDAttrs):
+    if _nd_empty(a, dy, w):
+        return np.zeros(a.out_shape, dy.dtype)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        return convolution2DDataGradient(dy, _w2d(w, a), None, a2)
+    wd = _work_dtype(dy.dtype)
+    dyc = to_canonical_array(dy, a.data_perm, a.y_c)
+    wc = to_canonical_array(w, a.weights_perm, a.w_c)
+    return _nd_finish(_nd_data_grad(dyc, wc, a, wd), a.data_perm, a.out_shape, dy.dtype)
+
+
+def _nd_wgrad_kernel(dy, x, shape_tensor, a: ConvNDAttrs):
+    if _nd_empty(a, dy, x):
+        return np.zeros(a.out_shape, dy.dtype)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        wc = (a.w_c[0], 1, a.w_c[-2], a.w_c[-1])
+        dw = convolution2DWeightsGradient(dy, x, None, dataclasses.replace(a2, out_shape=wc))
+        return _nd_finish(dw.reshape(a.w_c), a.weights_perm, a.out_shape, dy.dtype)
+    wd = _work_dtype(dy.dtype)
+    dyc = to_canonical_array(dy, a.data_perm, a.y_c)
+    xc = to_canonical_array(x, a.data_perm, a.x_c)
+    return _nd_finish(_nd_weights_grad(dyc, xc, a, wd), a.weights_perm, a.out_shape, dy.dtype)
+
+
+for _f in ("convolution3D", "depthwiseConvolution2D", "depthwiseConvolution3D"):
+    kernel(_f)(_nd_fwd_kernel)
+    kernel(_f + "DataGradient")(_nd_dgrad_kernel)
+    kernel(_f + "WeightsGradient")(_nd_wgrad_kernel)

@@ -190,3 +190,77 @@ def avgPooling2DGradient(dy: np.ndarray, x: np.ndarray, a: Pool2DAttrs) -> np.nd
         for q in range(kw):
             _tap(dxp, p, q, a)[...] += g
     return _scatter_to_source(dxp, a, dy.dtype)
+
+
+# ---------------------------------------------------------------------------- issue 18
+# 4-D pooling, max pooling with indices, the gradient from indices, imToCol / colToIm: the
+# N-D window kernels of backends/_window_nd.py (written once for both backends).
+from .. import _window_nd as W  # noqa: E402
+
+_NP = W.NumpyOps
+
+
+@kernel("maxPooling4D")
+@_quiet
+def maxPooling4D(x, a):
+    return W.max_pool(_NP, x, a, False, x.dtype)[0]
+
+
+@kernel("maxPooling2DReturnIndices")
+@kernel("maxPooling4DReturnIndices")
+@_quiet
+def maxPoolingReturnIndices(x, a):
+    y, idx, _ = W.max_pool(_NP, x, a, a.mode != 0, x.dtype)
+    return y if a.mode == 0 else (y, np.asarray(idx, np.dtype(a.index_dtype)))
+
+
+@kernel("avgPooling4D")
+@_quiet
+def avgPooling4D(x, a):
+    return W.avg_pool(_NP, x, a, W.inv_counts(a), x.dtype)
+
+
+@kernel("L2NormPooling4D")
+@_quiet
+def L2NormPooling4D(x, a):
+    return W.l2_pool(_NP, x, a, x.dtype)
+
+
+@kernel("maxPooling4DGradient")
+@_quiet
+def maxPooling4DGradient(dy, x, a):
+    return W.max_pool_gradient(_NP, dy, x, a, dy.dtype)
+
+
+@kernel("avgPooling4DGradient")
+@_quiet
+def avgPooling4DGradient(dy, x, a):
+    return W.avg_pool_gradient(_NP, dy, x, a, W.inv_counts(a), dy.dtype)
+
+
+@kernel("L2NormPooling4DGradient")
+@_quiet
+def L2NormPooling4DGradient(dy, x, a):
+    return W.l2_pool_gradient(_NP, dy, x, a, dy.dtype)
+
+
+def _from_indices(op):
+    @_quiet
+    def run(dy, idx, shape_tensor, a):
+        return W.max_pool_gradient_from_indices(_NP, dy, idx, a, dy.dtype, op)
+    return run
+
+
+kernel("maxPooling2DGradientIndices")(_from_indices("maxPooling2DGradient"))
+kernel("maxPooling4DGradientIndices")(_from_indices("maxPooling4DGradient"))
+
+
+@kernel("imToCol")
+def imToCol(x, a):
+    return W.im_to_col(_NP, x, a, x.dtype)
+
+
+@kernel("colToIm")
+def colToIm(col, a):
+    wd = _F32 if col.dtype.kind == "f" or col.dtype.kind == "V" else col.dtype
+    return W.col_to_im(_NP, col, a, col.dtype, wd)

@@ -35,6 +35,7 @@ kernels/transpose.py instead of torch's strided copy (opt-in until measured on a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import torch
@@ -278,3 +279,153 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [False, True, False])[1]
     return _user_weights(dw, a.weights_layout, dy.dtype)
+
+
+# ---------------------------------------------------------------------------- issue 18
+# The transposed 2-D ops are the 2-D ops with their roles renamed (ops/conv_extra.py).
+@kernel("convolutionTranspose2D")
+def convolutionTranspose2D(x, w, shape_tensor, a: Conv2DAttrs):
+    return convolution2DDataGradient(x, w, shape_tensor, a)
+
+
+@kernel("convolutionTranspose2DDataGradient")
+def convolutionTranspose2DDataGradient(dy, w, shape_tensor, a: Conv2DAttrs):
+    return convolution2D(dy, w, a)
+
+
+@kernel("convolutionTranspose2DWeightsGradient")
+def convolutionTranspose2DWeightsGradient(dy, x, shape_tensor, a: Conv2DAttrs):
+    return convolution2DWeightsGradient(x, dy, shape_tensor, a)
+
+
+# N-D convolutions (3-D, depthwise 2-D / 3-D) in the canonical form of ops/conv_extra.py
+# (data [B, C, *S], weights [O, Cg, *K], g groups): torch.convolution and
+# aten.convolution_backward (cuDNN on CUDA; groups == C is its depthwise path). Operands are
+# brought to canonical form by a permutation and a reshape and made contiguous (exact strides:
+# see `canonical`); symmetric padding is the convolution's own, the asymmetric remainder a
+# zero pad of the source (forward, weights gradient) or a larger virtual source that the data
+# gradient is sliced from.
+from ...ops.conv_extra import (  # noqa: E402
+    ConvNDAttrs,
+    as_depthwise_2d,
+    from_canonical_array,
+    to_canonical_array,
+)
+
+
+def _nd_split(a: ConvNDAttrs):
+    sym = [min(pb, pe) for pb, pe in a.pads]
+    extra = [(pb - s, pe - s) for (pb, pe), s in zip(a.pads, sym)]
+    return sym, extra
+
+
+def _nd_pad_arg(extra):
+    out = []
+    for pb, pe in reversed(extra):  # F.pad: last axis first
+        out += [pb, pe]
+    return out
+
+
+def _nd_format(a: ConvNDAttrs, *cshapes) -> torch.memory_format:
+    """channels_last_3d for channels-last 3-D data (NDHWC, or a depthwise 3-D source with the
+    channel axis last): the permuted user tensor is then already in cuDNN's NDHWC layout. As
+    in 2-D (`_memory_format`), operands with one channel or one voxel run contiguous."""
+    if len(a.stride) != 3 or a.data_perm != (0, 4, 1, 2, 3) or any(
+            s[1] == 1 or s[2] * s[3] * s[4] == 1 for s in cshapes):
+        return torch.contiguous_format
+    return torch.channels_last_3d
+
+
+def _cl3d_strides(shape) -> tuple[int, ...]:
+    n, c, d, h, w = (max(v, 1) for v in shape)
+    return (d * h * w * c, 1, h * w * c, w * c, c)
+
+
+def _nd_in(t, perm, cshape, fmt=torch.contiguous_format):
+    """An operand in canonical form with exact strides of `fmt` (a copy only when needed)."""
+    t = to_canonical_array(canonical(t), perm, cshape)
+    if fmt == torch.channels_last_3d:
+        if t.stride() != _cl3d_strides(t.shape):
+            t = t.clone(memory_format=fmt)
+        return _work(t)
+    return _work(canonical(t.contiguous()))
+
+
+def _nd_out(yc, perm, out_shape, dtype):
+    y = from_canonical_array(yc, perm, out_shape)
+    if y.dtype != dtype:
+        y = y.to(dtype)
+    return y.contiguous()
+
+
+def _nd_degenerate(a: ConvNDAttrs, *ts) -> bool:
+    return (0 in a.out_shape or any(t.numel() == 0 for t in ts) or 0 in a.x_c or 0 in a.w_c
+            or 0 in a.y_c)
+
+
+def _w2d(w, a: ConvNDAttrs):
+    """Depthwise weights as OIHW [C*M, 1, kH, kW]."""
+    wc = to_canonical_array(canonical(w), a.weights_perm, a.w_c)
+    return wc.reshape(a.w_c[0], 1, a.w_c[-2], a.w_c[-1]).contiguous()
+
+
+def _nd_conv_fwd(x, w, a: ConvNDAttrs):
+    if _nd_degenerate(a, x, w):
+        return _empty_result(a.out_shape, x)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        return convolution2D(x, _w2d(w, a), a2)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    xc, wc = _nd_in(x, a.data_perm, a.x_c, fmt), _nd_in(w, a.weights_perm, a.w_c, fmt)
+    sym, extra = _nd_split(a)
+    if any(pb or pe for pb, pe in extra):
+        xc = F.pad(xc, _nd_pad_arg(extra))
+    y = torch.convolution(xc, wc, None, list(a.stride), sym, list(a.dilation), False,
+                          [0] * len(sym), a.groups)
+    return _nd_out(y, a.data_perm, a.out_shape, x.dtype)
+
+
+def _nd_conv_dgrad(dy, w, shape_tensor, a: ConvNDAttrs):
+    if _nd_degenerate(a, dy, w):
+        return _empty_result(a.out_shape, dy)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        return convolution2DDataGradient(dy, _w2d(w, a), None, a2)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    dyc, wc = _nd_in(dy, a.data_perm, a.y_c, fmt), _nd_in(w, a.weights_perm, a.w_c, fmt)
+    sym, extra = _nd_split(a)
+    b, c, *s = a.x_c
+    src = torch.empty((b, c, *(n + pb + pe for n, (pb, pe) in zip(s, extra))),
+                      dtype=dyc.dtype, device=dyc.device, memory_format=fmt)
+    dx = _conv_backward(dyc, src, wc, None, list(a.stride), sym, list(a.dilation), False,
+                        [0] * len(sym), a.groups, [True, False, False])[0]
+    if any(pb or pe for pb, pe in extra):
+        dx = dx[(slice(None), slice(None), *(slice(pb, pb + n) for (pb, _), n in
+                                              zip(extra, s)))]
+    return _nd_out(dx, a.data_perm, a.out_shape, dy.dtype)
+
+
+def _nd_conv_wgrad(dy, x, shape_tensor, a: ConvNDAttrs):
+    if _nd_degenerate(a, dy, x):
+        return _empty_result(a.out_shape, dy)
+    a2 = as_depthwise_2d(a)
+    if a2 is not None:
+        wc = (a.w_c[0], 1, a.w_c[-2], a.w_c[-1])
+        dw = convolution2DWeightsGradient(dy, x, None, dataclasses.replace(a2, out_shape=wc))
+        return _nd_out(dw.reshape(a.w_c), a.weights_perm, a.out_shape, dy.dtype)
+    fmt = _nd_format(a, a.x_c, a.y_c)
+    dyc, xc = _nd_in(dy, a.data_perm, a.y_c, fmt), _nd_in(x, a.data_perm, a.x_c, fmt)
+    sym, extra = _nd_split(a)
+    if any(pb or pe for pb, pe in extra):
+        xc = F.pad(xc, _nd_pad_arg(extra))
+    wv = torch.empty(a.w_c, dtype=dyc.dtype, device=dyc.device,  # only its shape is read
+                     memory_format=fmt)
+    dw = _conv_backward(dyc, xc, wv, None, list(a.stride), sym, list(a.dilation), False,
+                        [0] * len(sym), a.groups, [False, True, False])[1]
+    return _nd_out(dw, a.weights_perm, a.out_shape, dy.dtype)
+
+
+for _f in ("convolution3D", "depthwiseConvolution2D", "depthwiseConvolution3D"):
+    kernel(_f)(_nd_conv_fwd)
+    kernel(_f + "DataGradient")(_nd_conv_dgrad)
+    kernel(_f + "WeightsGradient")(_nd_conv_wgrad)

@@ -192,3 +192,138 @@ def avgPooling2DGradient(dy: torch.Tensor, x: torch.Tensor, a: Pool2DAttrs) -> t
             _tap(dxp, p, q, a).add_(g)
     return _to_source(dxp, a, dy.dtype)
 
+
+
+# ---------------------------------------------------------------------------- issue 18
+# 4-D pooling, max pooling with indices, the gradient from indices, imToCol / colToIm: the
+# N-D window kernels of backends/_window_nd.py (written once for both backends).
+import numpy as np  # noqa: E402
+
+from .. import _window_nd as W  # noqa: E402
+from . import TORCH_DTYPES  # noqa: E402
+
+
+def _tdt(dtype):
+    """A NumPy dtype (or torch dtype, or bool) as a torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype is bool:
+        return torch.bool
+    from ...types import DataType
+
+    return TORCH_DTYPES[DataType.from_numpy(np.dtype(dtype))]
+
+
+class _TorchOps:
+    f32 = F32
+
+    @staticmethod
+    def full(shape, value, like=None, dtype=np.float32):
+        return torch.full(tuple(shape), value, dtype=_tdt(dtype), device=like.device)
+
+    @staticmethod
+    def work(x):
+        return x.to(F32)
+
+    @staticmethod
+    def where(c, a, b):
+        dev = c.device
+        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, device=dev)
+        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, device=dev)
+        return torch.where(c, a, b)
+
+    isnan = staticmethod(torch.isnan)
+    sqrt = staticmethod(torch.sqrt)
+
+    @staticmethod
+    def index_table(rows, like=None):
+        return torch.tensor(rows, dtype=torch.int64, device=like.device).reshape(len(rows), -1)
+
+    @staticmethod
+    def arange(n, like=None):
+        return torch.arange(n, dtype=torch.int64, device=like.device)
+
+    @staticmethod
+    def to_int64(a):
+        return a.to(torch.int64)
+
+    @staticmethod
+    def finish(y, dtype):
+        return y.to(_tdt(dtype)).contiguous()
+
+    @staticmethod
+    def scatter_add(n, flat_idx, vals, like=None):
+        out = torch.zeros(n, dtype=F32, device=like.device)
+        return out.index_add_(0, flat_idx, vals.to(F32))
+
+    @staticmethod
+    def any(m) -> bool:
+        return bool(m.any().item())
+
+    @staticmethod
+    def min_max(a):
+        if a.numel() == 0:
+            return 0, 0
+        return int(a.min().item()), int(a.max().item())
+
+
+def _inv(a, like):
+    return torch.from_numpy(W.inv_counts(a)).to(like.device)
+
+
+@kernel("maxPooling4D")
+def maxPooling4D(x, a):
+    return W.max_pool(_TorchOps, x, a, False, x.dtype)[0]
+
+
+@kernel("maxPooling2DReturnIndices")
+@kernel("maxPooling4DReturnIndices")
+def maxPoolingReturnIndices(x, a):
+    y, idx, _ = W.max_pool(_TorchOps, x, a, a.mode != 0, x.dtype)
+    return y if a.mode == 0 else (y, idx)
+
+
+@kernel("avgPooling4D")
+def avgPooling4D(x, a):
+    return W.avg_pool(_TorchOps, x, a, _inv(a, x), x.dtype)
+
+
+@kernel("L2NormPooling4D")
+def L2NormPooling4D(x, a):
+    return W.l2_pool(_TorchOps, x, a, x.dtype)
+
+
+@kernel("maxPooling4DGradient")
+def maxPooling4DGradient(dy, x, a):
+    return W.max_pool_gradient(_TorchOps, dy, x, a, dy.dtype)
+
+
+@kernel("avgPooling4DGradient")
+def avgPooling4DGradient(dy, x, a):
+    return W.avg_pool_gradient(_TorchOps, dy, x, a, _inv(a, x), dy.dtype)
+
+
+@kernel("L2NormPooling4DGradient")
+def L2NormPooling4DGradient(dy, x, a):
+    return W.l2_pool_gradient(_TorchOps, dy, x, a, dy.dtype)
+
+
+def _from_indices(op):
+    def run(dy, idx, shape_tensor, a):
+        return W.max_pool_gradient_from_indices(_TorchOps, dy, idx, a, dy.dtype, op)
+    return run
+
+
+kernel("maxPooling2DGradientIndices")(_from_indices("maxPooling2DGradient"))
+kernel("maxPooling4DGradientIndices")(_from_indices("maxPooling4DGradient"))
+
+
+@kernel("imToCol")
+def imToCol(x, a):
+    return W.im_to_col(_TorchOps, x, a, x.dtype)
+
+
+@kernel("colToIm")
+def colToIm(col, a):
+    wd = F32 if col.dtype.is_floating_point and col.dtype != torch.float64 else col.dtype
+    return W.col_to_im(_TorchOps, col, a, col.dtype, wd)
