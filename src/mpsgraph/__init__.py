@@ -31,6 +31,7 @@ from .types import (
     ShapedType,
     TensorNamedDataLayout,
 )
+from .viewer import draw
 
 float32 = DataType.float32
 float16 = DataType.float16
@@ -50,5 +51,5 @@ __all__ = [
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
-    "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
+    "draw", "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]
