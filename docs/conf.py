@@ -22,9 +22,9 @@ if (SRC / "mpsgraph").is_dir():  # a checkout or an unpacked sdist: document thi
 sys.path.insert(0, str(DOCS))
 
 import _apigen  # noqa: E402
+from markdown_it import MarkdownIt  # noqa: E402
 
 import mpsgraph  # noqa: E402
-from markdown_it import MarkdownIt  # noqa: E402
 
 project = "mpsgraph"
 author = "The mpsgraph maintainers"

@@ -19,7 +19,7 @@ import numpy as np
 
 from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor
 from .graph import Graph, Operation, Tensor
-from .runtime.device import Device, resolve_device
+from .runtime.device import Device
 from .types import DataType, LossReductionType, PaddingStyle, ShapedType
 from .types import TensorNamedDataLayout as L
 
@@ -302,7 +302,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`mpsgraph demo` with parsed arguments (CommandError for a missing extra or device)."""
-    from .cli import require_extra, open_device
+    from .cli import open_device, require_extra
 
     require_extra("demo", "sklearn", "matplotlib")
     device = open_device(args.device)

@@ -138,7 +138,7 @@ def to_dot(obj: Graph | Any, *, targetTensors: Sequence[Tensor] | None = None,
         lines.append("  }")
     else:
         lines += [node(op, "  ") for op in rest]
-    for k, (a, b, primary, name) in enumerate(sections):
+    for k, (_a, _b, primary, name) in enumerate(sections):
         members = [op for op in ops if in_section.get(op.id) == k]
         if not members:
             continue
