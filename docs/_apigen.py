@@ -37,10 +37,19 @@ API_TSV = DOCS / "MPSGRAPH_API.tsv"
 ALIASES = {"rnn": ["lstm", "rnn", "recurrent"], "optimizer": ["optimizer", "adam"]}
 TITLES = {"rnn": "RNN"}
 # pages that are not op families (fixed), in the order of the index
-CORE_PAGES = [
-    ("graph", "The graph core", ["mpsgraph.graph"], ["Graph", "Tensor", "Operation"]),
-    ("autodiff", "Automatic differentiation", ["mpsgraph.autodiff"], ["AutodiffOps"]),
-    ("draw", "Drawing graphs", ["mpsgraph.viewer"], []),
+CORE_PAGES = [  # (key, title, [(module, [classes] or None for the module's members)])
+    ("graph", "The graph core", [("mpsgraph.graph", ["Graph", "Tensor", "Operation"])]),
+    ("runtime", "Devices, executables and data",
+     [("mpsgraph.runtime.device", ["Device"]), ("mpsgraph.runtime.executable", ["Executable"]),
+      ("mpsgraph.runtime.tensor_data", ["TensorData"])]),
+    ("types", "Types, descriptors and errors",
+     [("mpsgraph.types", ["DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout",
+                          "RNNActivation", "LossReductionType"]),
+      ("mpsgraph.descriptors", ["Convolution2DOpDescriptor", "LSTMDescriptor",
+                                "Pooling2DOpDescriptor", "UnknownPropertyError"]),
+      ("mpsgraph.errors", None)]),
+    ("autodiff", "Automatic differentiation", [("mpsgraph.autodiff", ["AutodiffOps"])]),
+    ("draw", "Drawing graphs", [("mpsgraph.viewer", None)]),
 ]
 
 
@@ -170,27 +179,30 @@ def family_page(name: str, sections: list[Section]) -> str:
     return "\n".join(lines)
 
 
-def core_page(key: str, title: str, modules: list[str], classes: list[str],
+def core_page(key: str, title: str, parts: list[tuple[str, list[str] | None]],
               sections: list[Section]) -> str:
     lines = [f".. _core-{key}:", "", _heading(title, "=")]
     methods: list[str] = []
-    for m in modules:
+    for m, classes in parts:
         mod = importlib.import_module(m)
-        if classes:
+        if classes is not None and len(parts) == 1:
             lines += [f".. automodule:: {m}", "   :no-members:", ""]
-        for c in classes:
+        for c in classes or []:
             methods += public_methods(getattr(mod, c))
     words = {"graph": ["graph model"], "autodiff": ["automatic differentiation"]}.get(key, [key])
     lines += _decisions(sections, words, methods)
-    lines += _example_block(key)
+    if (EXAMPLES / f"{key}.py").exists():
+        lines += _example_block(key)
     lines += [_heading("Reference", "-")]
-    for m in modules:
-        if classes:
-            for c in classes:
-                lines += [f".. autoclass:: {m}.{c}", "   :members:", "   :member-order: bysource",
-                          ""]
-        else:
+    for m, classes in parts:
+        if len(parts) > 1:
+            lines += [_heading(f"``{m}``", "~")]
+        if classes is None:
             lines += [f".. automodule:: {m}", "   :members:", ""]
+            continue
+        for c in classes:
+            lines += [f".. autoclass:: {m}.{c}", "   :members:", "   :member-order: bysource",
+                      ""]
     return "\n".join(lines)
 
 
@@ -198,7 +210,7 @@ def semantics_page(sections: list[Section]) -> str:
     """docs/semantics.md as one page, a section per `## ` heading (with a label to link)."""
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark").enable("table")
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
     head = SEMANTICS.read_text(encoding="utf-8").split("\n## ", 1)[0]
     head = re.sub(r"^# .*\n", "", head)
     lines = [".. _semantics:", "", _heading("Semantics and decisions", "="),
@@ -216,9 +228,9 @@ def generate() -> None:
     sections = semantics_sections()
     (GEN / "semantics.rst").write_text(semantics_page(sections), encoding="utf-8")
     core = []
-    for key, title, modules, classes in CORE_PAGES:
-        (GEN / "api" / f"{key}.rst").write_text(core_page(key, title, modules, classes,
-                                                          sections), encoding="utf-8")
+    for key, title, parts in CORE_PAGES:
+        (GEN / "api" / f"{key}.rst").write_text(core_page(key, title, parts, sections),
+                                                encoding="utf-8")
         core.append(f"api/{key}")
     fams = families()
     for f in fams:

@@ -48,7 +48,7 @@ suppress_warnings: list[str] = []
 _apigen.generate()
 _TABLE = _apigen.swift_signatures()
 _SECTIONS = _apigen.semantics_sections()
-_MD = MarkdownIt("commonmark").enable("table")
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 def _render(app, what, name, obj, options, lines):
