@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from mpsgraph import cli
 
@@ -64,3 +65,86 @@ def test_check_ops_fails_on_a_wrong_gradient_kernel(monkeypatch, capsys):
                         lambda *a: (good(*a) * np.float32(1.01)).astype(good(*a).dtype))
     assert cli.main(["check", "--device", "cpu", "--suite", "ops"]) == 1
     assert "sigmoid" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- the rough edges (issue 24)
+def _torch_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def test_version(capsys):
+    import mpsgraph
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mpsgraph {mpsgraph.__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["check", "--help"],
+                                  ["draw", "--help"]])
+def test_one_prog_name(argv, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    usage = capsys.readouterr().out.splitlines()[0]
+    assert usage.startswith("usage: mpsgraph" + ("" if argv == ["--help"] else f" {argv[0]}"))
+    assert "python -m" not in usage
+
+
+def test_prog_name_the_same_through_python_m_and_the_console_script():
+    """`python -m mpsgraph` and the `mpsgraph` console script (cli:main, as pyproject.toml
+    declares it, started the way its generated wrapper starts it) print the same usage."""
+    m = subprocess.run([sys.executable, "-m", "mpsgraph", "--help"], capture_output=True,
+                       text=True, timeout=120)
+    wrapper = ("import sys; from mpsgraph.cli import main; sys.argv[0] = 'mpsgraph'; "
+               "sys.exit(main())")
+    s = subprocess.run([sys.executable, "-c", wrapper, "--help"], capture_output=True,
+                       text=True, timeout=120)
+    assert m.returncode == s.returncode == 0
+    assert m.stdout == s.stdout and m.stdout.startswith("usage: mpsgraph ")
+
+
+@pytest.mark.skipif(_torch_cuda(), reason="CUDA is available here")
+def test_demo_without_cuda_is_one_clean_line():
+    r = subprocess.run([sys.executable, "-m", "mpsgraph", "demo", "--device", "cuda"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("mpsgraph demo: error:") and "cuda" in line.lower()
+
+
+@pytest.mark.parametrize("command", ["check", "demo"])
+def test_bad_device_every_subcommand(command, capsys):
+    assert cli.main([command, "--device", "tpu"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"mpsgraph {command}: error:") and "tpu" in line
+
+
+def test_demo_missing_extra_is_one_clean_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn -> ImportError
+    assert cli.main(["demo", "--epochs", "1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mpsgraph demo: error:")
+    assert "pip install 'mpsgraph[demo]'" in line and "-e" not in line.split("pip")[1]
+
+
+def test_missing_torch_is_one_clean_line(monkeypatch, capsys):
+    from mpsgraph.runtime import device
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(device, "_BACKENDS", {k: v for k, v in device._BACKENDS.items()
+                                              if k != "torch"})
+    monkeypatch.delitem(sys.modules, "mpsgraph.backends.torch", raising=False)
+    assert cli.main(["check", "--device", "torch-cpu"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mpsgraph check: error:") and "torch" in line
+
+
+def test_unknown_suite(capsys):
+    assert cli.main(["check", "--suite", "nope"]) == 2
+    assert "unknown suite 'nope'" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from .types import (
     ShapedType,
     TensorNamedDataLayout,
 )
+from .viewer import draw
 
 float32 = DataType.float32
 float16 = DataType.float16
@@ -62,5 +63,5 @@ __all__ = [
     "Convolution3DOpDescriptor", "DepthwiseConvolution2DOpDescriptor",
     "DepthwiseConvolution3DOpDescriptor", "Pooling4DOpDescriptor", "ImToColOpDescriptor",
     "PoolingReturnIndicesMode",
-    "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
+    "draw", "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]

@@ -77,6 +77,7 @@ class AutodiffOps:
             stack.extend(t.operation for t in op.inputTensors)
         path = [op for op in self._ops if op.id in needed and op.id in from_wrt]
 
+        first_grad_op = len(self._ops)  # the ops added from here on are this call's
         grads: dict[Tensor, Tensor] = {
             primaryTensor: self.constant(1.0, _static(kind, primaryTensor),
                                          primaryTensor.dataType)}
@@ -105,6 +106,9 @@ class AutodiffOps:
                 raise GraphError(f"{kind}: internal error: gradient of {t.name} has shape "
                                  f"{g.shape} {g.dataType!r}, expected {t.shape} {t.dataType!r}")
             out[t] = g
+        # for mpsgraph.draw: which ops each gradient call added (ids first..last-1), of what
+        self.__dict__.setdefault("_gradient_sections", []).append(
+            (first_grad_op, len(self._ops), primaryTensor, name))
         return out
 
     def gradients(self, of: Tensor, withTensors: Sequence[Tensor] | Tensor,

@@ -1,6 +1,8 @@
-"""`python -m mpsgraph demo`: train a small CNN and an LSTM classifier on scikit-learn's
-handwritten digits (8x8 images, 10 classes), built only from mpsgraph ops and trained with
-`gradientForPrimaryTensor` and the `adam` optimizer op, as an MPSGraph program would be.
+"""`mpsgraph demo` (or `python -m mpsgraph demo`): train a small CNN and an LSTM classifier on
+scikit-learn's handwritten digits (8x8 images, 10 classes), built only from mpsgraph ops and
+trained with `gradientForPrimaryTensor` and the `adam` optimizer op, as an MPSGraph program
+would be. Prints one summary line per model (`--verbose`: one line per epoch too; a progress
+bar only when stderr is a terminal) and writes the loss and accuracy curves to a PNG.
 
 Needs the `demo` extra (scikit-learn, matplotlib, tqdm).
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -16,7 +19,7 @@ import numpy as np
 
 from .descriptors import Convolution2DOpDescriptor, LSTMDescriptor
 from .graph import Graph, Operation, Tensor
-from .runtime.device import Device, resolve_device
+from .runtime.device import Device
 from .types import DataType, LossReductionType, PaddingStyle, ShapedType
 from .types import TensorNamedDataLayout as L
 
@@ -25,7 +28,8 @@ F32 = DataType.float32
 
 @dataclass
 class History:
-    loss: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)  # mean training loss of each epoch
+    test_loss: list[float] = field(default_factory=list)  # on the held-out images, after it
     train_acc: list[float] = field(default_factory=list)
     test_acc: list[float] = field(default_factory=list)
     seconds: float = 0.0
@@ -79,7 +83,12 @@ class Model:
             self.updates += [g.assign(p, new_p), g.assign(m, new_m), g.assign(v, new_v)]
         self.correct = self._correct(logits, batch)
         self.x_eval = g.placeholder(self.input_shape(eval_batch), F32, name="x_eval")
-        self.pred_eval = self._argmax(self.forward(self.x_eval, eval_batch, build=False))
+        self.labels_eval = g.placeholder([eval_batch], DataType.int32, name="labels_eval")
+        logits_eval = self.forward(self.x_eval, eval_batch, build=False)
+        self.pred_eval = self._argmax(logits_eval)
+        self.loss_eval = g.softMaxCrossEntropy(
+            logits_eval, g.oneHot(self.labels_eval, 10, dataType=F32), -1,
+            reductionType=LossReductionType.mean, name="loss_eval")
         self.step = 0
         if distributed:  # every rank starts from rank 0's weights
             dist.broadcastVariables(g)
@@ -88,8 +97,9 @@ class Model:
              self.labels: ShapedType([batch], DataType.int32),
              self.b1p: ShapedType([], F32), self.b2p: ShapedType([], F32)},
             [self.loss, self.correct], self.updates, device=device)
-        self.eval_exe = g.compile({self.x_eval: ShapedType(self.input_shape(eval_batch), F32)},
-                                  [self.pred_eval], device=device)
+        self.eval_exe = g.compile({self.x_eval: ShapedType(self.input_shape(eval_batch), F32),
+                                   self.labels_eval: ShapedType([eval_batch], DataType.int32)},
+                                  [self.pred_eval, self.loss_eval], device=device)
 
     # subclasses: input_shape(batch), to_input(images [n, 8, 8]) and
     # forward(x, batch, build) -> logits [batch, 10]
@@ -118,10 +128,14 @@ class Model:
                                             np.float32(0.999 ** self.step)])
         return float(loss.numpy().reshape(-1)[0]), float(correct.numpy().reshape(-1)[0])
 
-    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
-        (pred,) = self.eval_exe.run([self.to_input(x)])
+    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """(accuracy, mean loss) on images `x` with labels `y` (the eval batch size)."""
+        pred, loss = self.eval_exe.run([self.to_input(x), y.astype(np.int32)])
         p = pred.numpy()
-        return float(np.mean(np.argmax(p, axis=-1) == y))
+        return float(np.mean(np.argmax(p, axis=-1) == y)), float(loss.numpy().reshape(-1)[0])
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        return self.evaluate(x, y)[0]
 
 
 class CNN(Model):
@@ -187,10 +201,17 @@ MODELS = {"cnn": (CNN, 0.005, 20), "lstm": (LSTMClassifier, 0.01, 30)}  # class,
 
 
 def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, batch: int = 32,
-          progress: bool = True, limit_batches: int | None = None) -> History:
-    """Train one model; returns the per-epoch history."""
-    from tqdm import tqdm
-
+          progress: bool | None = None, limit_batches: int | None = None,
+          verbose: bool = False) -> History:
+    """Train one model; returns the per-epoch history. `progress`: a tqdm bar on stderr (None:
+    only when stderr is a terminal); `verbose`: print one line per epoch."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:  # the bar is a nicety
+            progress = False
     x_tr, x_te, y_tr, y_te = data
     cls, lr, default_epochs = MODELS[kind]
     epochs = default_epochs if epochs is None else epochs
@@ -204,75 +225,114 @@ def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, ba
     for epoch in range(epochs):
         perm = rng.permutation(len(x_tr))
         losses, correct = [], 0.0
-        bar = tqdm(range(n_batches), desc=f"{kind} epoch {epoch + 1}/{epochs}", leave=False,
-                   disable=not progress, ncols=90, mininterval=0.5)
-        for b in bar:
+        bar = (tqdm(range(n_batches), desc=f"{kind} epoch {epoch + 1}/{epochs}", leave=False,
+                    ncols=90, mininterval=0.5) if progress else None)
+        for b in (bar if bar is not None else range(n_batches)):
             idx = perm[b * batch:(b + 1) * batch]
             loss, corr = model.train_step(x_tr[idx], y_tr[idx])
             losses.append(loss)
             correct += corr
-            bar.set_postfix(loss=f"{np.mean(losses):.4f}")
+            if bar is not None:
+                bar.set_postfix(loss=f"{np.mean(losses):.4f}")
         hist.loss.append(float(np.mean(losses)))
         hist.train_acc.append(correct / (n_batches * batch))
-        hist.test_acc.append(model.accuracy(x_te, y_te))
-        if progress:
-            tqdm.write(f"{kind} epoch {epoch + 1:>2}/{epochs}: loss {hist.loss[-1]:.4f}, "
-                       f"train acc {hist.train_acc[-1]:.3f}, test acc {hist.test_acc[-1]:.3f}")
+        acc, test_loss = model.evaluate(x_te, y_te)
+        hist.test_acc.append(acc)
+        hist.test_loss.append(test_loss)
+        if verbose:
+            line = (f"{kind} epoch {epoch + 1:>2}/{epochs}: train loss {hist.loss[-1]:.4f}, "
+                    f"test loss {hist.test_loss[-1]:.4f}, train acc {hist.train_acc[-1]:.3f}, "
+                    f"test acc {hist.test_acc[-1]:.3f}")
+            if progress:
+                tqdm.write(line)
+            else:
+                print(line, flush=True)
     hist.seconds = time.perf_counter() - t0
     return hist
 
 
-def plot(histories: dict[str, History], path: str) -> None:
+def accuracy_limits(histories: dict[str, History]) -> tuple[float, float]:
+    """y limits of the accuracy panel: every curve strictly inside (1.0 included)."""
+    vals = [v for h in histories.values() for v in h.train_acc + h.test_acc] or [0.5, 1.0]
+    lo = min(vals)
+    return max(0.0, np.floor((lo - 0.02) * 20) / 20 - 0.005), 1.0 + 0.02
+
+
+def figure(histories: dict[str, History]):
+    """The demo's figure: train and test loss (left), train and test accuracy (right)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for (name, h), color in zip(histories.items(), ("tab:blue", "tab:orange")):
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    for (name, h), color in zip(histories.items(), colors):
         ep = np.arange(1, len(h.loss) + 1)
-        a1.plot(ep, h.loss, color=color, label=f"{name} train loss")
+        a1.plot(ep, h.loss, "--", color=color, label=f"{name} train")
+        a1.plot(ep, h.test_loss, color=color, label=f"{name} test")
         a2.plot(ep, h.train_acc, "--", color=color, label=f"{name} train")
         a2.plot(ep, h.test_acc, color=color, label=f"{name} test")
     a1.set(xlabel="epoch", ylabel="softmax cross-entropy (mean)", yscale="log",
-           title="training loss")
-    a2.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0.5, 1.0))
+           title="loss (train: mean over the epoch; test: after it)")
+    a2.set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=accuracy_limits(histories))
     for a in (a1, a2):
         a.grid(alpha=0.3)
-        a.legend()
+        a.legend(loc="best", fontsize="small")
+        a.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("mpsgraph demo: digits (8x8), trained with gradientForPrimaryTensor + adam")
     fig.tight_layout()
+    return fig
+
+
+def plot(histories: dict[str, History], path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(histories)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mpsgraph demo", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The demo's options (on the `mpsgraph demo` subparser)."""
     p.add_argument("--device", default=None, help="cpu (default), torch-cpu, cuda, cuda:N")
     p.add_argument("--epochs", type=int, default=None,
                    help="epochs per model (default: cnn 20, lstm 30)")
     p.add_argument("--model", choices=["cnn", "lstm", "both"], default="both")
     p.add_argument("--out", default="out", help="folder for the PNG (default: ./out)")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    try:
-        import matplotlib  # noqa: F401
-        import sklearn  # noqa: F401
-        import tqdm  # noqa: F401
-    except ImportError as e:
-        print(f"error: the demo needs its extra: pip install -e '.[demo]' ({e})")
-        return 2
-    device = resolve_device(args.device)
-    device.backend()
+    p.add_argument("--limit-batches", type=int, default=None, metavar="N",
+                   help="at most N training batches per epoch (a quick smoke run)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print one line per epoch")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`mpsgraph demo` with parsed arguments (CommandError for a missing extra or device)."""
+    from .cli import open_device, require_extra
+
+    require_extra("demo", "sklearn", "matplotlib")
+    device = open_device(args.device)
     data = load_digits_split(args.seed)
     kinds = ["cnn", "lstm"] if args.model == "both" else [args.model]
-    print(f"digits: {len(data[0])} train / {len(data[1])} test images; device {device.key}")
-    hist = {k: train(k, data, args.epochs, device, args.seed) for k in kinds}
+    print(f"digits: {len(data[0])} train / {len(data[1])} test images; device {device.key}",
+          flush=True)
+    hist = {}
+    for k in kinds:
+        h = hist[k] = train(k, data, args.epochs, device, args.seed, verbose=args.verbose,
+                            limit_batches=args.limit_batches)
+        print(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}%, test loss "
+              f"{h.test_loss[-1]:.4f} after {len(h.loss)} epochs ({h.seconds:.1f} s)",
+              flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "demo_curves.png")
     plot(hist, path)
-    for k, h in hist.items():
-        print(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}% after {len(h.loss)} epochs "
-              f"({h.seconds:.1f} s)")
     print(f"curves: {path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`mpsgraph demo ARGS` (kept for callers of the module)."""
+    from .cli import main as cli_main
+
+    return cli_main(["demo", *(sys.argv[1:] if argv is None else argv)])
