@@ -6,8 +6,10 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 
 from .descriptors import (
     Convolution2DOpDescriptor,
+    GRUDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
+    SingleGateRNNDescriptor,
     UnknownPropertyError,
 )
 from .errors import (
@@ -47,7 +49,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
     "DataType", "ShapedType", "PaddingStyle", "TensorNamedDataLayout", "RNNActivation",
-    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
+    "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "GRUDescriptor",
+    "SingleGateRNNDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",

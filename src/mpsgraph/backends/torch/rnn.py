@@ -492,3 +492,33 @@ _XP = ArrayOps(
 
 LSTM = kernel("LSTM")(lstm_kernel(_XP, lstm_forward))
 LSTMGradients = kernel("LSTMGradients")(lstm_gradients_kernel(_XP, lstm_backward))
+
+
+# ----------------------------------------------------------------------------------------------
+# GRU and singleGateRNN: the shared recurrences of backends/_gru_glue.py on torch tensors
+# (batched torch ops per step, on any device; float64 too; the half types compute in float32)
+# ----------------------------------------------------------------------------------------------
+
+
+def _gated_ops():
+    from .._gru_glue import GatedOps
+
+    return GatedOps(
+        base=_XP,
+        empty=lambda shape, like: torch.empty(shape, dtype=like.dtype, device=like.device),
+        zeros=lambda shape, like: torch.zeros(shape, dtype=like.dtype, device=like.device),
+        t=lambda a: a.t(),
+        act=_act,
+        dact=_dact,
+        cat=lambda tensors, axis: torch.cat(tensors, dim=axis),
+    )
+
+
+def _register_gated() -> None:
+    from .._gru_glue import gated_kernels
+
+    for _name, _fn in gated_kernels(_gated_ops()).items():
+        kernel(_name)(_fn)
+
+
+_register_gated()
