@@ -465,3 +465,283 @@ def test_single_gate_against_torch_nn_rnn(rng, nonlinearity, bidirectional, devi
     bb = np.concatenate([getattr(m, "bias_ih_l0" + s).grad.numpy() for s in sfx])
     np.testing.assert_allclose(got[3], bb, **tol)
     np.testing.assert_allclose(got[4], h0.grad.transpose(0, 1).reshape(N, D * H).numpy(), **tol)
+
+
+# ------------------------------------------------------------------------------ autodiff
+def _fd_oracle_grads(case, desc, u):
+    """Central differences (float64) of sum(u * state) of the oracle, for every user input."""
+    c = case.canon
+    keys = {"source": "x", "recurrentWeight": "R", "inputWeight": "W", "bias": "b",
+            "initState": "h0", "mask": "mask", "secondaryBias": "b2"}
+
+    def loss(name, v):
+        user = dict(case.user)
+        user[name] = v
+        canon = dict(c)
+        val = v
+        if name == "recurrentWeight":
+            val = v.reshape(c["R"].shape)
+        elif name == "initState":
+            val = np.broadcast_to(v.reshape(v.shape[-2:] if v.ndim > 2 else v.shape),
+                                  c["h0"].shape)
+        canon[keys[name]] = val
+        if case.k == 3:
+            s, _ = ref.gru_ref(canon["x"], canon["R"], canon.get("W"), canon.get("b"),
+                               canon.get("h0"), canon.get("mask"), canon.get("b2"),
+                               reverse=desc.reverse, bidirectional=desc.bidirectional,
+                               reset_gate_first=desc.resetGateFirst,
+                               reset_after=desc.resetAfter, flip_z=desc.flipZ,
+                               activations=(int(desc.updateGateActivation),
+                                            int(desc.resetGateActivation),
+                                            int(desc.outputGateActivation)))
+        else:
+            s, _ = ref.rnn_ref(canon["x"], canon["R"], canon.get("W"), canon.get("b"),
+                               canon.get("h0"), canon.get("mask"), reverse=desc.reverse,
+                               bidirectional=desc.bidirectional,
+                               activation=int(desc.activation))
+        return float((s * u).sum())
+
+    return {n: _fd(lambda v, n=n: loss(n, v), case.user[n]) for n in case.user}
+
+
+AUTODIFF_CASES = [
+    (3, dict(), dict(mask="seq", b2=True)),
+    (3, dict(resetAfter=True, resetGateFirst=True), dict(mask="state", b2=True)),
+    (3, dict(flipZ=True, bidirectional=True), dict(bidirectional=True, mask="seq", h0="DH")),
+    (3, dict(reverse=True, resetAfter=True), dict(has_w=False, b2=True, mask="state")),
+    (1, dict(activation=A.tanh), dict(mask="seq")),
+    (1, dict(activation=A.sigmoid, bidirectional=True), dict(bidirectional=True,
+                                                             mask="state")),
+    (1, dict(activation=A.tanh, reverse=True), dict(has_w=False, h0="1NDH")),
+]
+
+
+@pytest.mark.parametrize("device", CPU_DEVICES)
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("gates,dkw,ckw", AUTODIFF_CASES)
+def test_gradient_for_primary_tensor_through_both_ops(rng, gates, dkw, ckw, training, device):
+    """gradientForPrimaryTensor of sum(u * state) differentiates through the forward op (and
+    the one its rule adds when the forward is not training) and the gradient op: every input
+    (mask and secondaryBias included) against central differences of the float64 oracle."""
+    case = Case(rng, gates, T=3, N=2, I=3, H=2, **ckw)
+    desc = (mg.GRUDescriptor if gates == 3 else mg.SingleGateRNNDescriptor)(
+        training=training, **dkw)
+    u = rng.uniform(-1, 1, (case.T, case.N, case.D * case.H))
+    g = mg.Graph()
+    ph = {k: g.placeholder(list(v.shape), mg.float32, name=k) for k, v in case.user.items()}
+    opt = {k: t for k, t in ph.items() if k not in ("source", "recurrentWeight")}
+    op = g.GRU if gates == 3 else g.singleGateRNN
+    state = op(ph["source"], ph["recurrentWeight"], descriptor=desc, **opt)[0]
+    ut = g.constant(u.astype(np.float32), list(u.shape), mg.float32)
+    loss = g.reductionSum(g.multiplication(state, ut), axes=[0, 1, 2])
+    grads = g.gradientForPrimaryTensor(loss, list(ph.values()))
+    feeds = {ph[k]: v.astype(np.float32) for k, v in case.user.items()}
+    out = g.run(feeds, [grads[t] for t in ph.values()], device=_dev(device))
+    want = _fd_oracle_grads(case, desc, u)
+    for k, t in ph.items():
+        np.testing.assert_allclose(out[grads[t]].numpy(), want[k], rtol=1e-4, atol=2e-5,
+                                   err_msg=k)
+
+
+def test_zstate_in_the_loss_is_refused(rng):
+    g = mg.Graph()
+    x = g.placeholder([2, 1, 6])
+    R = g.placeholder([6, 2])
+    s, z = g.GRU(x, R, descriptor=mg.GRUDescriptor(training=True))
+    loss = g.reductionSum(z, axes=[0, 1, 2])
+    with pytest.raises(mg.UnsupportedError, match="zState"):
+        g.gradientForPrimaryTensor(loss, [x])
+
+
+# ------------------------------------------------------------------------------ edges, dtypes
+@pytest.mark.parametrize("device", CPU_DEVICES)
+@pytest.mark.parametrize("gates", [3, 1])
+@pytest.mark.parametrize("T,N,H", [(0, 2, 3), (3, 0, 3), (1, 1, 1), (2, 2, 0)])
+def test_empty_and_unit_sizes(rng, gates, T, N, H, device):
+    case = Case(rng, gates, T=T, N=N, I=2, H=H, sg=True, b2=gates == 3, mask="state")
+    desc = (mg.GRUDescriptor(training=True, resetAfter=True) if gates == 3
+            else mg.SingleGateRNNDescriptor(training=True))
+    _check(case, desc, device)
+
+
+@pytest.mark.parametrize("device", CPU_DEVICES)
+@pytest.mark.parametrize("dtype,tol", [(mg.float16, 4e-3), (mg.bFloat16, 3e-2)])
+@pytest.mark.parametrize("gates", [3, 1])
+def test_half_types_compute_in_float32_and_round_once(rng, gates, dtype, tol, device):
+    case = Case(rng, gates, T=3, N=2, I=3, H=4, b2=True, mask="seq")
+    npdt = dtype.numpy_dtype
+    for k in case.user:  # the inputs as the half type holds them
+        case.user[k] = case.user[k].astype(npdt).astype(np.float64)
+    case.canon = {{"source": "x", "recurrentWeight": "R", "inputWeight": "W", "bias": "b",
+                   "initState": "h0", "mask": "mask", "secondaryBias": "b2"}[k]: v
+                  for k, v in case.user.items() if gates == 3 or k != "secondaryBias"}
+    case.canon["R"] = case.canon["R"].reshape(1, gates * 4, 4)
+    desc = (mg.GRUDescriptor(training=True, resetAfter=True) if gates == 3
+            else mg.SingleGateRNNDescriptor(training=True, activation=A.tanh))
+    g = mg.Graph()
+    ph = {k: g.placeholder(list(v.shape), dtype, name=k) for k, v in case.user.items()
+          if gates == 3 or k != "secondaryBias"}
+    opt = {k: t for k, t in ph.items() if k not in ("source", "recurrentWeight")}
+    op = g.GRU if gates == 3 else g.singleGateRNN
+    state, z = op(ph["source"], ph["recurrentWeight"], descriptor=desc, **opt)
+    assert state.dataType == dtype and z.dataType == dtype
+    out = g.run({ph[k]: case.user[k].astype(npdt) for k in ph}, [state, z], device=_dev(device))
+    want = case.oracle(desc, grads=False)
+    for t, w in zip((state, z), want):
+        got = out[t].numpy().astype(np.float64)
+        np.testing.assert_allclose(got, w, rtol=tol, atol=tol)
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+GRU_BASE = {"source": (3, 2, 5), "recurrentWeight": (6, 2), "inputWeight": (6, 5)}
+GRU_BAD = [
+    ("recurrentWeight", (2, 6, 2), "recurrentWeight"),
+    ("recurrentWeight", (8, 2), "recurrentWeight"),
+    ("inputWeight", (8, 5), "inputWeight"),
+    ("source", (3, 2, 4), "source"),
+    ("source", (3, 2), "source"),
+    ("bias", (8,), "bias"),
+    ("initState", (3, 2), "initState"),
+    ("mask", (2, 2, 2), "mask"),
+    ("secondaryBias", (3,), "secondaryBias"),
+]
+
+
+@pytest.mark.parametrize("arg,shape,frag", GRU_BAD)
+def test_gru_bad_shapes(arg, shape, frag):
+    shapes = dict(GRU_BASE)
+    shapes[arg] = shape
+    g = mg.Graph()
+    ph = {k: g.placeholder(list(s), mg.float32) for k, s in shapes.items()}
+    with pytest.raises(mg.ShapeError, match=frag) as e:
+        g.GRU(ph.pop("source"), ph.pop("recurrentWeight"), descriptor=mg.GRUDescriptor(), **ph)
+    assert "GRU" in str(e.value)
+
+
+def test_gru_gradients_bad_shapes_and_types():
+    g = mg.Graph()
+    x, R, W = g.placeholder([3, 2, 5]), g.placeholder([6, 2]), g.placeholder([6, 5])
+    ok = dict(sourceGradient=[3, 2, 2], zState=[3, 2, 6], outputFwd=[3, 2, 2])
+    for arg, bad in (("sourceGradient", [2, 3, 2]), ("zState", [3, 2, 2]),
+                     ("outputFwd", [3, 2, 4])):
+        shp = {**ok, arg: bad}
+        t = {k: g.placeholder(v) for k, v in shp.items()}
+        with pytest.raises(mg.ShapeError, match=arg):
+            g.GRUGradients(x, R, t["sourceGradient"], t["zState"], t["outputFwd"],
+                           inputWeight=W, descriptor=mg.GRUDescriptor())
+    t = {k: g.placeholder(v) for k, v in ok.items()}
+    with pytest.raises(mg.ShapeError, match="stateGradient"):
+        g.GRUGradients(x, R, t["sourceGradient"], t["zState"], t["outputFwd"],
+                       stateGradient=g.placeholder([3, 2]), inputWeight=W,
+                       descriptor=mg.GRUDescriptor())
+    with pytest.raises(mg.DataTypeError, match="recurrentWeight"):
+        g.GRU(x, g.placeholder([6, 2], mg.float16), W, descriptor=mg.GRUDescriptor())
+    with pytest.raises(mg.DataTypeError, match="source"):
+        g.GRU(g.placeholder([3, 2, 6], mg.int32), g.placeholder([6, 2], mg.int32),
+              descriptor=mg.GRUDescriptor())
+    with pytest.raises(mg.DescriptorError, match="descriptor"):
+        g.GRU(x, R, W, descriptor=mg.LSTMDescriptor())
+    for prop, val in (("flipZ", "yes"), ("resetAfter", 2), ("outputGateActivation", 9),
+                      ("updateGateActivation", True)):
+        with pytest.raises(mg.DescriptorError, match=f"descriptor.{prop}"):
+            g.GRU(x, R, W, descriptor=mg.GRUDescriptor(**{prop: val}))
+
+
+def test_single_gate_bad_shapes_and_types():
+    g = mg.Graph()
+    x, R, W = g.placeholder([3, 2, 5]), g.placeholder([2, 2]), g.placeholder([2, 5])
+    d = mg.SingleGateRNNDescriptor()
+    with pytest.raises(mg.ShapeError, match="recurrentWeight"):
+        g.singleGateRNN(x, g.placeholder([4, 2]), inputWeight=W, descriptor=d)
+    with pytest.raises(mg.ShapeError, match="recurrentWeight"):
+        g.singleGateRNN(x, R, inputWeight=g.placeholder([4, 5]),
+                        descriptor=mg.SingleGateRNNDescriptor(bidirectional=True))
+    with pytest.raises(mg.ShapeError, match="source"):
+        g.singleGateRNN(x, R, descriptor=d)
+    with pytest.raises(mg.ShapeError, match="inputWeight"):
+        g.singleGateRNN(x, R, inputWeight=g.placeholder([3, 5]), descriptor=d)
+    with pytest.raises(mg.ShapeError, match="zState"):
+        g.singleGateRNNGradients(x, R, g.placeholder([3, 2, 2]), g.placeholder([3, 2, 3]),
+                                 inputWeight=W, descriptor=d)
+    with pytest.raises(mg.ShapeError, match="sourceGradient"):
+        g.singleGateRNNGradients(x, R, g.placeholder([2, 3, 2]), g.placeholder([3, 2, 2]),
+                                 inputWeight=W, descriptor=d)
+    with pytest.raises(mg.DescriptorError, match="descriptor.activation"):
+        g.singleGateRNN(x, R, inputWeight=W,
+                        descriptor=mg.SingleGateRNNDescriptor(activation=11))
+    with pytest.raises(mg.DescriptorError, match="descriptor"):
+        g.singleGateRNN(x, R, inputWeight=W, descriptor=mg.GRUDescriptor())
+
+
+def test_gradient_outputs_order_and_shapes():
+    """Apple's order: source, recurrentWeight, inputWeight, bias ([1, 1, D*G*H]), initState,
+    secondaryBias, each only when given."""
+    g = mg.Graph()
+    x, R, W = g.placeholder([3, 2, 5]), g.placeholder([2, 6, 2]), g.placeholder([12, 5])
+    b, h0, b2 = g.placeholder([12]), g.placeholder([1, 2, 4]), g.placeholder([4])
+    d = mg.GRUDescriptor(bidirectional=True)
+    outs = g.GRUGradients(x, R, g.placeholder([3, 2, 4]), g.placeholder([3, 2, 12]),
+                          g.placeholder([3, 2, 4]), inputWeight=W, bias=b, initState=h0,
+                          secondaryBias=b2, descriptor=d)
+    assert [o.shape for o in outs] == [[3, 2, 5], [2, 6, 2], [12, 5], [1, 1, 12], [1, 2, 4],
+                                       [4]]
+    outs = g.GRUGradients(g.placeholder([3, 2, 12]), R, g.placeholder([3, 2, 4]),
+                          g.placeholder([3, 2, 12]), g.placeholder([3, 2, 4]), descriptor=d)
+    assert [o.shape for o in outs] == [[3, 2, 12], [2, 6, 2]]
+    sg = mg.SingleGateRNNDescriptor()
+    outs = g.singleGateRNNGradients(x, g.placeholder([2, 2]), g.placeholder([3, 2, 2]),
+                                    g.placeholder([3, 2, 2]), inputWeight=g.placeholder([2, 5]),
+                                    bias=g.placeholder([2]), initState=g.placeholder([2, 2]),
+                                    descriptor=sg)
+    assert [o.shape for o in outs] == [[3, 2, 5], [2, 2], [2, 5], [1, 1, 2], [2, 2]]
+
+
+def test_positional_arguments_are_those_every_overload_shares():
+    """API.md rule 3: GRU(source, recurrentWeight, inputWeight, bias, *, ...) (every Swift GRU
+    overload has inputWeight:bias:), GRUGradients' five leading ones, singleGateRNN's two,
+    singleGateRNNGradients' four; the rest keyword-only."""
+    import inspect
+
+    def positional(fn):
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
+
+    assert positional(mg.Graph.GRU) == ["source", "recurrentWeight", "inputWeight", "bias"]
+    assert positional(mg.Graph.GRUGradients) == ["source", "recurrentWeight", "sourceGradient",
+                                                 "zState", "outputFwd"]
+    assert positional(mg.Graph.singleGateRNN) == ["source", "recurrentWeight"]
+    assert positional(mg.Graph.singleGateRNNGradients) == ["source", "recurrentWeight",
+                                                           "sourceGradient", "zState"]
+
+
+# ------------------------------------------------------------------------------ surface
+HERE = Path(__file__).resolve().parent
+COPY = HERE.parent / "data" / "MPSGRAPH_API_rnn.tsv"
+SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] == "MPSGraphRNNOps"]
+
+
+def test_the_rnn_copy_matches_the_shared_list():
+    rows = _rows(COPY)
+    assert len(rows) == 20
+    if not SHARED.exists():
+        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
+    assert rows == _rows(SHARED)
+
+
+@pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
+def test_every_rnn_swift_signature_is_a_graph_method_with_its_labels(row):
+    sig = row["swift_signature"]
+    name, labels = sig.split("(")[0], sig.split("(")[1].rstrip(")").split(":")[:-1]
+    fn = getattr(mg.Graph, name)
+    import inspect
+
+    params = set(inspect.signature(fn).parameters)
+    for lab in labels[1:]:
+        assert lab in params, (sig, lab)
