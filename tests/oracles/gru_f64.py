@@ -87,13 +87,17 @@ def gru_ref(x, R, W=None, b=None, h0=None, mask=None, b2=None, *, reverse, bidir
     return state, zst
 
 
-def gru_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, b2=None, dh_final=None, *,
-                 reverse, bidirectional, reset_gate_first, reset_after, flip_z, activations):
+def gru_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, b2=None, dh_final=None,
+                 zstate=None, out_fwd=None, *, reverse, bidirectional, reset_gate_first,
+                 reset_after, flip_z, activations):
     """Reverse-mode gradients of the loss sum(dstate * state) + sum(dh_final * final states),
-    recomputing the forward. Returns dict source, recurrentWeight [D,3H,H], inputWeight,
-    bias [D*3H], initState [N,D*H], secondaryBias [D*H]."""
-    x, R, W, b, h0, mask, b2, dstate, dh_final = map(
-        _f64, (x, R, W, b, h0, mask, b2, dstate, dh_final))
+    recomputing the forward. With `zstate` / `out_fwd` (GRUGradients' inputs), the gates of
+    each step are read from zstate and h_prev from out_fwd (h0 at the first processed step),
+    as SPEC 4.2 defines the gradient op on its inputs (they agree with the recomputed forward
+    when they are the forward's outputs). Returns dict source, recurrentWeight [D,3H,H],
+    inputWeight, bias [D*3H], initState [N,D*H], secondaryBias [D*H]."""
+    x, R, W, b, h0, mask, b2, dstate, dh_final, zstate, out_fwd = map(
+        _f64, (x, R, W, b, h0, mask, b2, dstate, dh_final, zstate, out_fwd))
     T, N = x.shape[:2]
     D = 2 if bidirectional else 1
     H = R.shape[-1]
@@ -119,8 +123,14 @@ def gru_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, b2=None, dh_f
             r = act(fr, xg["r"] + hm @ Rg["r"].T)
             q = hm @ Rg["o"].T + b2d
             o = act(fo, xg["o"] + (q * r if reset_after else (h * r * m) @ Rg["o"].T))
+            if zstate is not None:                                  # the op's own inputs
+                zs = {nm: zstate[t][:, d * G + k * H:d * G + (k + 1) * H]
+                      for k, nm in enumerate(names)}
+                z, r, o = zs["z"], zs["r"], zs["o"]
             tape.append((t, h, m, z, r, o, q))
             h = (1 - z) * h + z * o if flip_z else z * h + (1 - z) * o
+            if out_fwd is not None:
+                h = out_fwd[t][:, d * H:(d + 1) * H]
         gh = np.zeros((N, H)) if dh_final is None else dh_final[:, d * H:(d + 1) * H].copy()
         dRg = {nm: np.zeros((H, H)) for nm in names}
         for t, hp, m, z, r, o, q in reversed(tape):                 # backward
@@ -186,11 +196,13 @@ def rnn_ref(x, R, W=None, b=None, h0=None, mask=None, *, reverse, bidirectional,
     return state, zst
 
 
-def rnn_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, dh_final=None, *, reverse,
-                 bidirectional, activation):
-    """Gradients of sum(dstate * state) + sum(dh_final * final states) (single gate)."""
-    x, R, W, b, h0, mask, dstate, dh_final = map(
-        _f64, (x, R, W, b, h0, mask, dstate, dh_final))
+def rnn_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, dh_final=None,
+                 zstate=None, *, reverse, bidirectional, activation):
+    """Gradients of sum(dstate * state) + sum(dh_final * final states) (single gate). With
+    `zstate` (singleGateRNNGradients' input) each step's pre-activation is read from it
+    (h = f(zstate[t]))."""
+    x, R, W, b, h0, mask, dstate, dh_final, zstate = map(
+        _f64, (x, R, W, b, h0, mask, dstate, dh_final, zstate))
     T, N = x.shape[:2]
     D = 2 if bidirectional else 1
     H = R.shape[-1]
@@ -204,6 +216,8 @@ def rnn_grad_ref(x, R, dstate, W=None, b=None, h0=None, mask=None, dh_final=None
         for t in _steps(T, rev):
             m = _mask_at(mask, t, N, d, H)
             y = act(activation, _xproj(x, W, b, t, d, H) + (h * m) @ R[d].T)
+            if zstate is not None:
+                y = act(activation, zstate[t][:, d * H:(d + 1) * H])
             tape.append((t, h, m, y))
             h = y
         gh = np.zeros((N, H)) if dh_final is None else dh_final[:, d * H:(d + 1) * H].copy()
