@@ -745,3 +745,24 @@ def test_every_rnn_swift_signature_is_a_graph_method_with_its_labels(row):
     params = set(inspect.signature(fn).parameters)
     for lab in labels[1:]:
         assert lab in params, (sig, lab)
+
+
+# ------------------------------------------------------------------------------ check suite
+def test_check_gru_suite_passes_and_catches_a_wrong_gradient(monkeypatch, capsys):
+    from mpsgraph import cli
+    from mpsgraph.backends.numpy import KERNELS
+
+    assert cli.main(["check", "--device", "cpu", "--suite", "gru"]) == 0
+    out = capsys.readouterr().out
+    for op in ("GRU", "GRUGradients", "singleGateRNN", "singleGateRNNGradients"):
+        assert f"| {op} " in out
+    good = KERNELS["GRUGradients"]
+
+    def bad(*args):
+        out = list(good(*args))
+        out[1] = out[1] * np.float32(1.01)  # recurrentWeight gradient off by 1%
+        return tuple(out)
+
+    monkeypatch.setitem(KERNELS, "GRUGradients", bad)
+    assert cli.main(["check", "--device", "cpu", "--suite", "gru"]) == 1
+    assert "FAIL" in capsys.readouterr().out
