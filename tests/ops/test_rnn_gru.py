@@ -766,3 +766,51 @@ def test_check_gru_suite_passes_and_catches_a_wrong_gradient(monkeypatch, capsys
     monkeypatch.setitem(KERNELS, "GRUGradients", bad)
     assert cli.main(["check", "--device", "cpu", "--suite", "gru"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ native path
+NATIVE_CASES = [
+    (3, dict(resetGateFirst=True, resetAfter=True), dict(b2=True)),
+    (3, dict(resetGateFirst=True, resetAfter=True, bidirectional=True),
+     dict(bidirectional=True, b2=True, h0="1NDH")),
+    (3, dict(resetGateFirst=True, resetAfter=True, reverse=True), dict(h0="none", has_b=False)),
+    (1, dict(activation=A.tanh), dict()),
+    (1, dict(activation=A.relu, bidirectional=True), dict(bidirectional=True, h0="DH")),
+    (1, dict(activation=A.tanh, reverse=True), dict()),
+    # options torch's op cannot express: the shared recurrence runs instead
+    (3, dict(resetAfter=True), dict(b2=True)),
+    (1, dict(activation=A.sigmoid), dict(mask="state")),
+]
+
+
+@pytest.mark.parametrize("device", [p for p in CPU_DEVICES if p.values[0] != "cpu"])
+@pytest.mark.parametrize("gates,dkw,ckw", NATIVE_CASES)
+def test_native_torch_path_matches_the_oracle(rng, monkeypatch, gates, dkw, ckw, device):
+    """MPSGRAPH_RNN_NATIVE=1: inference forwards with torch's conventions go through torch.gru /
+    torch.rnn_tanh / torch.rnn_relu (cuDNN on CUDA); the result is the same function."""
+    from mpsgraph.backends.torch import rnn as trnn
+
+    monkeypatch.setenv("MPSGRAPH_RNN_NATIVE", "1")
+    used = []
+    real = trnn._native_forward
+
+    def spy(*args):
+        y = real(*args)
+        used.append(y is not None)
+        return y
+
+    monkeypatch.setattr(trnn, "_native_forward", spy)
+    case = Case(rng, gates, **ckw)
+    desc = (mg.GRUDescriptor if gates == 3 else mg.SingleGateRNNDescriptor)(**dkw)
+    g = mg.Graph()
+    ph = {k: g.placeholder(list(v.shape), mg.float32, name=k) for k, v in case.user.items()}
+    opt = {k: t for k, t in ph.items() if k not in ("source", "recurrentWeight")}
+    op = g.GRU if gates == 3 else g.singleGateRNN
+    state = op(ph["source"], ph["recurrentWeight"], descriptor=desc, **opt)[0]
+    out = g.run({ph[k]: v.astype(np.float32) for k, v in case.user.items()}, [state],
+                device=_dev(device))
+    got = out[state].numpy().astype(np.float64)
+    np.testing.assert_allclose(got, case.oracle(desc, grads=False)[0], **F32_TOL)
+    expressible = not (gates == 3 and dkw.get("resetGateFirst") is None) and \
+        ckw.get("mask") is None and dkw.get("activation") != A.sigmoid
+    assert used == [expressible]
