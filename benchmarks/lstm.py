@@ -100,6 +100,9 @@ def bench(T, N, I, H, bi, repeat, torch, cell="lstm"):
     exe, shapes = build(T, N, I, H, bi, cell)
     vals = {k: (rng.standard_normal(v) * (0.1 if k != "dstate" else 1.0)).astype(np.float32)
             for k, v in shapes.items()}
+    if cell == "rnn":  # std 0.5/sqrt(H): a contracting tanh recurrence (with std 0.1 at H=256
+        # it is chaotic: float32 runs of torch and ours both leave float64 by 0.3% in dx)
+        vals["recurrentWeight"] *= np.float32(5.0 / np.sqrt(H))
     inputs = [vals[t.operation.name] for t in exe.feedTensors]
     ours = timeit(lambda: exe.run(inputs), repeat)
 
