@@ -180,7 +180,7 @@ def _grad_ref(x, R, dstate, z, *rest, desc, names, **_):
     opt = rest[1:] if gru else rest
     out_fwd = rest[0] if gru else None
     o = dict(zip(names, opt))
-    T, N = x.shape[0], x.shape[1]
+    N = x.shape[1]
     D = 2 if desc.bidirectional else 1
     H = R.shape[-1]
     k = 3 if gru else 1

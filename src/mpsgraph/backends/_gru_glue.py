@@ -66,7 +66,6 @@ class GatedOps:
     t: Callable[[Any], Any]                        # 2-D transpose (a view)
     act: Callable[[int, Any], Any]                 # f(a) of an RNNActivation code
     dact: Callable[[int, Any], Any]                # f'(a) from y = f(a); NaN y gives NaN
-    cat: Callable[[list, int], Any]
     scope: Callable[[], Any] = contextlib.nullcontext  # e.g. np.errstate(all="ignore")
 
 

@@ -502,7 +502,6 @@ def _gated_ops():
         t=lambda a: a.T,
         act=lambda kind, a: _act_into(kind, a, np.empty(a.shape, a.dtype)),
         dact=lambda kind, y: _dact_into(kind, y, np.empty(y.shape, y.dtype)),
-        cat=lambda arrays, axis: np.concatenate(arrays, axis=axis),
         scope=lambda: np.errstate(all="ignore"),
     )
 

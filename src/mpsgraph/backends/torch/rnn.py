@@ -510,7 +510,6 @@ def _gated_ops():
         t=lambda a: a.t(),
         act=_act,
         dact=_dact,
-        cat=lambda tensors, axis: torch.cat(tensors, dim=axis),
     )
 
 
@@ -548,7 +547,7 @@ def _native_forward(x, R, W, b, h0, mask, b2, a):
 
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
-    T, N, D, H, G = a.T, a.N, a.D, a.H, a.gates * a.H
+    N, D, H, G = a.N, a.D, a.H, a.gates * a.H
     x, R, W = x.to(dt), R.to(dt).reshape(D, G, H), W.to(dt)
     zeros = torch.zeros((D * G,), dtype=dt, device=x.device)
     b = zeros if b is None else b.to(dt)
