@@ -1,4 +1,8 @@
-"""The recurrent family (Apple's MPSGraphRNNOps.h): LSTM and LSTMGradients.
+"""The recurrent family (Apple's MPSGraphRNNOps.h): LSTM and LSTMGradients, and (SPEC 4, issue
+19) GRU, GRUGradients, singleGateRNN and singleGateRNNGradients, which share the LSTM's shape
+rules (`_RNNShapes`, with 3 and 1 gate blocks per direction) and argument forms; their
+equations are in the GRU / singleGateRNN docstrings, backends/_gru_glue.py and
+docs/semantics.md ("GRU and single-gate RNN decisions").
 
 T time, N batch, I input, H hidden, D = 2 if `descriptor.bidirectional` else 1. Every 4H axis
 stacks four H-blocks in the gate order [i, f, z, o] ([i, z, f, o] with `forgetGateLast`).
