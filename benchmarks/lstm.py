@@ -1,6 +1,12 @@
-"""Benchmark: an LSTM training step on mpsgraph's NumPy backend vs PyTorch CPU, same data.
+"""Benchmark: an LSTM / GRU / single-gate RNN training step on mpsgraph's NumPy backend vs
+PyTorch CPU, same data.
 
-    python benchmarks/lstm.py [--repeat 10] [--quick] [--memory]
+    python benchmarks/lstm.py [--repeat 10] [--quick] [--memory] [--cell lstm|gru|rnn|all]
+
+GRU / RNN rows (issue 19): GRU(training=True) with the torch.nn.GRU conventions
+(resetGateFirst, resetAfter, secondaryBias; SPEC 4.2) followed by GRUGradients (every
+gradient), against torch.nn.GRU forward + backward; singleGateRNN(tanh) + singleGateRNNGradients
+against torch.nn.RNN. Target for those rows: within 1.5x of torch.
 
 A training step is LSTM(training=True) followed by LSTMGradients (every gradient: source,
 recurrentWeight, inputWeight, bias, initState, initCell), compiled once into an Executable and
@@ -38,18 +44,40 @@ SHAPES = [  # (T, N, I, H, bidirectional)
 ]
 
 
-def build(T, N, I, H, bi):
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+
+
+def build(T, N, I, H, bi, cell="lstm"):
     D = 2 if bi else 1
+    G = GATES[cell] * H
     g = mg.Graph()
-    shapes = dict(source=[T, N, I], recurrentWeight=[2, 4 * H, H] if bi else [4 * H, H],
-                  inputWeight=[D * 4 * H, I], bias=[D * 4 * H], initState=[N, D * H],
-                  initCell=[N, D * H], dstate=[T, N, D * H])
+    shapes = dict(source=[T, N, I], recurrentWeight=[2, G, H] if bi else [G, H],
+                  inputWeight=[D * G, I], bias=[D * G], initState=[N, D * H],
+                  dstate=[T, N, D * H])
+    if cell == "lstm":
+        shapes["initCell"] = [N, D * H]
+    if cell == "gru":
+        shapes["secondaryBias"] = [D * H]
     ph = {k: g.placeholder(v, name=k) for k, v in shapes.items()}
-    d = mg.LSTMDescriptor(bidirectional=bi, training=True)
-    opt = {k: ph[k] for k in ("inputWeight", "bias", "initState", "initCell")}
-    state, cell, z = g.LSTM(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
-    grads = g.LSTMGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, cell,
-                            descriptor=d, **opt)
+    opt = {k: ph[k] for k in ("inputWeight", "bias", "initState", "initCell", "secondaryBias")
+           if k in ph}
+    if cell == "lstm":
+        d = mg.LSTMDescriptor(bidirectional=bi, training=True)
+        state, cell_, z = g.LSTM(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
+        grads = g.LSTMGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, cell_,
+                                descriptor=d, **opt)
+    elif cell == "gru":
+        d = mg.GRUDescriptor(bidirectional=bi, training=True, resetGateFirst=True,
+                             resetAfter=True)
+        state, z = g.GRU(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
+        grads = g.GRUGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, state,
+                               descriptor=d, **opt)
+    else:
+        d = mg.SingleGateRNNDescriptor(bidirectional=bi, training=True,
+                                       activation=mg.RNNActivation.tanh)
+        state, z = g.singleGateRNN(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
+        grads = g.singleGateRNNGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z,
+                                         descriptor=d, **opt)
     exe = g.compile({ph[k]: mg.ShapedType(v) for k, v in shapes.items()}, [state, *grads])
     return exe, shapes
 
@@ -65,35 +93,46 @@ def timeit(fn, repeat, warmup=2):
     return statistics.median(ts) * 1e3
 
 
-def bench(T, N, I, H, bi, repeat, torch):
+def bench(T, N, I, H, bi, repeat, torch, cell="lstm"):
     D = 2 if bi else 1
+    G = GATES[cell] * H
     rng = np.random.default_rng(0)
-    exe, shapes = build(T, N, I, H, bi)
+    exe, shapes = build(T, N, I, H, bi, cell)
     vals = {k: (rng.standard_normal(v) * (0.1 if k != "dstate" else 1.0)).astype(np.float32)
             for k, v in shapes.items()}
+    if cell == "rnn":  # std 0.5/sqrt(H): a contracting tanh recurrence (with std 0.1 at H=256
+        # it is chaotic: float32 runs of torch and ours both leave float64 by 0.3% in dx)
+        vals["recurrentWeight"] *= np.float32(5.0 / np.sqrt(H))
     inputs = [vals[t.operation.name] for t in exe.feedTensors]
     ours = timeit(lambda: exe.run(inputs), repeat)
 
-    m = torch.nn.LSTM(I, H, bidirectional=bi)
+    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell]
+    m = cls(I, H, bidirectional=bi)
     sfx = ["", "_reverse"][:D]
-    W, R, b = vals["inputWeight"], vals["recurrentWeight"].reshape(D, 4 * H, H), vals["bias"]
+    W, R, b = vals["inputWeight"], vals["recurrentWeight"].reshape(D, G, H), vals["bias"]
     with torch.no_grad():
         for d, s in enumerate(sfx):
-            getattr(m, f"weight_ih_l0{s}").copy_(torch.from_numpy(W[d * 4 * H:(d + 1) * 4 * H]))
+            getattr(m, f"weight_ih_l0{s}").copy_(torch.from_numpy(W[d * G:(d + 1) * G]))
             getattr(m, f"weight_hh_l0{s}").copy_(torch.from_numpy(R[d]))
-            getattr(m, f"bias_ih_l0{s}").copy_(torch.from_numpy(b[d * 4 * H:(d + 1) * 4 * H]))
-            getattr(m, f"bias_hh_l0{s}").zero_()
+            getattr(m, f"bias_ih_l0{s}").copy_(torch.from_numpy(b[d * G:(d + 1) * G]))
+            bhh = getattr(m, f"bias_hh_l0{s}")
+            bhh.zero_()
+            if cell == "gru":  # b_hn = secondaryBias (SPEC 4.2)
+                bhh[2 * H:] = torch.from_numpy(vals["secondaryBias"][d * H:(d + 1) * H])
     x = torch.from_numpy(vals["source"]).requires_grad_()
     h0 = torch.from_numpy(vals["initState"].reshape(N, D, H).transpose(1, 0, 2).copy())
-    c0 = torch.from_numpy(vals["initCell"].reshape(N, D, H).transpose(1, 0, 2).copy())
     h0.requires_grad_()
-    c0.requires_grad_()
+    state0 = h0
+    if cell == "lstm":
+        c0 = torch.from_numpy(vals["initCell"].reshape(N, D, H).transpose(1, 0, 2).copy())
+        c0.requires_grad_()
+        state0 = (h0, c0)
     dy = torch.from_numpy(vals["dstate"])
 
     def step():
         m.zero_grad(set_to_none=True)
-        x.grad = h0.grad = c0.grad = None
-        y, _ = m(x, (h0, c0))
+        x.grad = h0.grad = None
+        y, _ = m(x, state0)
         y.backward(dy)
         return y
 
@@ -128,6 +167,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--quick", action="store_true", help="only the first shape")
     p.add_argument("--memory", action="store_true", help="also the T=1000 peak-memory check")
+    p.add_argument("--cell", choices=("lstm", "gru", "rnn", "all"), default="all",
+                   help="which recurrent op (default all)")
     args = p.parse_args()
     import torch
 
@@ -145,13 +186,18 @@ def main() -> int:
     env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
     print(f"numpy {np.__version__} BLAS: {blas}; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); env {env or 'clean'}\n")
-    print("| T | N | I=H | directions | mpsgraph ms | torch ms | ratio (ours/torch) | within 2x |")
-    print("|---|---|---|---|---:|---:|---:|---|")
-    for T, N, I, H, bi in SHAPES[:1] if args.quick else SHAPES:
-        ours, theirs = bench(T, N, I, H, bi, args.repeat, torch)
-        r = ours / theirs
-        print(f"| {T} | {N} | {H} | {2 if bi else 1} | {ours:.2f} | {theirs:.2f} | {r:.2f} | "
-              f"{'yes' if r <= 2 else 'no'} |", flush=True)
+    print("| op | T | N | I=H | directions | mpsgraph ms | torch ms | ratio (ours/torch) | "
+          "target | met |")
+    print("|---|---|---|---|---|---:|---:|---:|---|---|")
+    cells = ("lstm", "gru", "rnn") if args.cell == "all" else (args.cell,)
+    for cell in cells:
+        target = 2.0 if cell == "lstm" else 1.5
+        for T, N, I, H, bi in SHAPES[:1] if args.quick else SHAPES:
+            ours, theirs = bench(T, N, I, H, bi, args.repeat, torch, cell)
+            r = ours / theirs
+            print(f"| {cell.upper()} | {T} | {N} | {H} | {2 if bi else 1} | {ours:.2f} | "
+                  f"{theirs:.2f} | {r:.2f} | {target:g}x | {'yes' if r <= target else 'no'} |",
+                  flush=True)
     if args.memory:
         peak, saved = peak_memory()
         print(f"\npeak memory of one training step at T=1000, N=32, I=H=256: "

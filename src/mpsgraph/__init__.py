@@ -9,11 +9,13 @@ from .descriptors import (
     Convolution3DOpDescriptor,
     DepthwiseConvolution2DOpDescriptor,
     DepthwiseConvolution3DOpDescriptor,
+    GRUDescriptor,
     ImToColOpDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
     Pooling4DOpDescriptor,
     PoolingReturnIndicesMode,
+    SingleGateRNNDescriptor,
     UnknownPropertyError,
 )
 from .errors import (
@@ -57,7 +59,7 @@ __all__ = [
     "Graph", "Tensor", "Operation", "Executable", "TensorData", "Device",
     "DataType", "ShapedType", "PaddingStyle", "PaddingMode", "TensorNamedDataLayout",
     "RNNActivation", "LossReductionType", "ScatterMode", "Convolution2DOpDescriptor",
-    "LSTMDescriptor", "Pooling2DOpDescriptor",
+    "LSTMDescriptor", "GRUDescriptor", "SingleGateRNNDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "Convolution3DOpDescriptor", "DepthwiseConvolution2DOpDescriptor",

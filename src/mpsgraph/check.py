@@ -393,6 +393,161 @@ def lstm_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
     yield bwd
 
 
+# ----------------------------------------------------------------------------- GRU, RNN
+def ref_gated(x, R, W, b, h0, mask, b2, d):
+    """Plain float64 loop of the GRU (d a GRUDescriptor) or single-gate RNN equations
+    (SPEC 4; canonical forms: R [D,G,H], h0 [N,D*H], mask None/[N,D*H]/[T,N,D*H], b2 [D*H]).
+    Returns the state [T, N, D*H]."""
+    T, N = x.shape[:2]
+    D, G, H = R.shape
+    gru = G == 3 * H
+    state = np.zeros((T, N, D * H))
+    order = ("r", "z", "o") if gru and d.resetGateFirst else ("z", "r", "o")
+    for k in range(D):
+        sl = slice(k * H, (k + 1) * H)
+        h = np.zeros((N, H)) if h0 is None else h0[:, sl]
+        rev = k == 1 if d.bidirectional else d.reverse
+        for t in (range(T - 1, -1, -1) if rev else range(T)):
+            a = (x[t] @ W[k * G:(k + 1) * G].T if W is not None
+                 else x[t][:, k * G:(k + 1) * G].copy())
+            if b is not None:
+                a = a + b[k * G:(k + 1) * G]
+            m = 1.0 if mask is None else (mask[t] if mask.ndim == 3 else mask)[:, sl]
+            hm = h * m
+            if not gru:
+                h = _act(int(d.activation), a + hm @ R[k].T)
+                state[t, :, sl] = h
+                continue
+            xg = {n: a[:, j * H:(j + 1) * H] for j, n in enumerate(order)}
+            Rg = {n: R[k][j * H:(j + 1) * H] for j, n in enumerate(order)}
+            z = _act(int(d.updateGateActivation), xg["z"] + hm @ Rg["z"].T)
+            r = _act(int(d.resetGateActivation), xg["r"] + hm @ Rg["r"].T)
+            if d.resetAfter:
+                c = (hm @ Rg["o"].T + (0.0 if b2 is None else b2[sl])) * r
+            else:
+                c = (h * r * m) @ Rg["o"].T
+            o = _act(int(d.outputGateActivation), xg["o"] + c)
+            h = (1 - z) * h + z * o if d.flipZ else z * h + (1 - z) * o
+            state[t, :, sl] = h
+    return state
+
+
+def _gated_case(rng, device, gru: bool, opts: dict) -> tuple[float, float]:
+    """One GRU / single-gate configuration: (forward max rel err vs ref_gated, gradient op's
+    rel err vs central finite differences of ref_gated along a random direction)."""
+    from .descriptors import GRUDescriptor, SingleGateRNNDescriptor
+
+    Desc = GRUDescriptor if gru else SingleGateRNNDescriptor
+    d = Desc(training=True, **{k: v for k, v in opts.items() if hasattr(Desc, k)})
+    T, N, I, H = 3, 2, 3, 3
+    D = 2 if d.bidirectional else 1
+    G = (3 if gru else 1) * H
+    has_w = not opts.get("no_inputWeight", False)
+    r = lambda *s_: rng.uniform(-0.9, 0.9, s_)  # noqa: E731
+    vals = {"x": r(T, N, I if has_w else D * G), "R": r(D, G, H)}
+    if has_w:
+        vals["W"] = r(D * G, I)
+    if not opts.get("no_bias", False):
+        vals["b"] = r(D * G)
+    if opts.get("init", False):
+        vals["h0"] = r(N, D * H)
+    if gru and opts.get("secondaryBias", False):
+        vals["b2"] = r(D * H)
+    mask = None
+    if opts.get("mask") == "state":
+        mask = (rng.uniform(size=(N, D * H)) > 0.3) * 1.0
+    elif opts.get("mask") == "seq":
+        mask = (rng.uniform(size=(T, N, D * H)) > 0.3) * 1.0
+    g = Graph()
+    names = {"x": "source", "R": "recurrentWeight", "W": "inputWeight", "b": "bias",
+             "h0": "initState", "b2": "secondaryBias"}
+    user = {k: (v[0] if k == "R" and not d.bidirectional else v) for k, v in vals.items()}
+    ph = {k: g.placeholder(list(v.shape)) for k, v in user.items()}
+    kw = {names[k]: ph[k] for k in ph if k not in ("x", "R")}
+    if mask is not None:
+        kw["mask"] = g.constant(mask.astype(np.float32))
+    dstate_v = rng.standard_normal((T, N, D * H))
+    dstate = g.constant(dstate_v.astype(np.float32))
+    if opts.get("stateGradient", False):
+        dsf = rng.standard_normal((1, N, D * H))
+        kw_g = {"stateGradient": g.constant(dsf.astype(np.float32))}
+    else:
+        kw_g = {}
+    if gru:
+        state, z = g.GRU(ph["x"], ph["R"], descriptor=d, **kw)
+        grads = g.GRUGradients(ph["x"], ph["R"], dstate, z, state, descriptor=d, **kw_g, **kw)
+    else:
+        state, z = g.singleGateRNN(ph["x"], ph["R"], descriptor=d, **kw)
+        grads = g.singleGateRNNGradients(ph["x"], ph["R"], dstate, z, descriptor=d, **kw_g,
+                                         **kw)
+    feeds = {ph[k]: v.astype(np.float32) for k, v in user.items()}
+    out = g.run(feeds, [state, *grads], device=device)
+    f = lambda cv: ref_gated(cv["x"], cv["R"], cv.get("W"), cv.get("b"), cv.get("h0"),  # noqa
+                             mask, cv.get("b2"), d)
+    fwd_err = _rel_err(out[state].numpy(), f(vals))
+
+    def loss(cv):
+        s_ = f(cv)
+        total = np.vdot(dstate_v, s_)
+        if kw_g:
+            fin = (np.concatenate([s_[T - 1, :, :H], s_[0, :, H:]], -1) if D == 2
+                   else (s_[0] if d.reverse else s_[T - 1]))
+            total += np.vdot(dsf[0], fin)
+        return total
+
+    order = [k for k in ("x", "R", "W", "b", "h0", "b2") if k in vals]
+    v = {k: rng.standard_normal(vals[k].shape) for k in order}
+    eps = 1e-6
+    num = (loss({k: vals[k] + eps * v[k] for k in vals})
+           - loss({k: vals[k] - eps * v[k] for k in vals})) / (2 * eps)
+    ana, scale = 0.0, 0.0
+    for k, t in zip(order, grads):
+        gk = out[t].numpy().astype(np.float64).reshape(v[k].shape)
+        ana += np.vdot(gk, v[k])
+        scale += np.vdot(np.abs(gk), np.abs(v[k]))
+    return fwd_err, abs(num - ana) / max(scale, 1.0)
+
+
+def gru_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """GRU and singleGateRNN: each option alone, then pairs of options."""
+    A = RNNActivation
+    common = [("reverse", {"reverse": True}), ("bidirectional", {"bidirectional": True}),
+              ("mask state-shaped", {"mask": "state"}), ("mask per step", {"mask": "seq"}),
+              ("init", {"init": True}), ("no_inputWeight", {"no_inputWeight": True}),
+              ("no_bias", {"no_bias": True}), ("stateGradient", {"stateGradient": True})]
+    gru_only = [("resetGateFirst", {"resetGateFirst": True}),
+                ("resetAfter+secondaryBias", {"resetAfter": True, "secondaryBias": True}),
+                ("flipZ", {"flipZ": True})]
+    gru_acts = [(f"{p}={a.name}", {p: a}) for p in ("updateGateActivation",
+                                                     "resetGateActivation",
+                                                     "outputGateActivation") for a in A]
+    sg_acts = [(f"activation={a.name}", {"activation": a}) for a in A]
+    for gru, extra, acts in ((True, gru_only, gru_acts), (False, [], sg_acts)):
+        op = "GRU" if gru else "singleGateRNN"
+        single = [("default", {})] + common + extra + acts
+        fwd = Row(op, "each option alone: flags, every activation per gate, mask forms, "
+                  "optional inputs", tol=1e-5)
+        bwd = Row(op + "Gradients", "each option alone, vs finite differences of the f64 "
+                  "loop", tol=1e-4)
+        for label, opts in single:
+            e1, e2 = _gated_case(rng, device, gru, dict(opts))
+            fwd.add(e1, label)
+            bwd.add(e2, label)
+        yield fwd
+        yield bwd
+        pairs = common + extra + [acts[1] if gru else sg_acts[2]]
+        fwd = Row(op, f"every pair of {len(pairs)} options: flags, mask, optional inputs, "
+                  "stateGradient, an activation", tol=1e-5)
+        bwd = Row(op + "Gradients", "every pair of the same options, vs finite differences",
+                  tol=1e-4)
+        for (l1, o1), (l2, o2) in itertools.combinations(pairs, 2):
+            e1, e2 = _gated_case(rng, device, gru, {**o1, **o2})
+            fwd.add(e1, f"{l1}+{l2}")
+            bwd.add(e2, f"{l1}+{l2}")
+        yield fwd
+        yield bwd
+
+
 # ----------------------------------------------------------------------------- model ops
 def _ops_table():
     """(family, op, build(g, *tensors), f64 reference(*arrays), input shapes, input domain)."""
@@ -796,6 +951,7 @@ def exact_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
 SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
     "convolution": conv_sweep,
     "lstm": lstm_sweep,
+    "gru": gru_sweep,
     "ops": ops_sweep,
     "exact": exact_sweep,
 }

@@ -23,7 +23,8 @@ import numpy as np
 from .errors import DescriptorError, op_error
 from .types import DataType, PaddingStyle, RNNActivation, TensorNamedDataLayout
 
-__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor", "Descriptor",
+__all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "GRUDescriptor",
+           "SingleGateRNNDescriptor", "Pooling2DOpDescriptor", "Descriptor",
            "UnknownPropertyError"]
 
 
@@ -226,6 +227,98 @@ class LSTMDescriptor(Descriptor):
     def activations(self) -> tuple[int, int, int, int, int]:
         """(input, forget, cell, output gate, cell activation) as ints, for kernels."""
         return tuple(int(getattr(self, p)) for p in self._ACTIVATIONS)  # type: ignore[return-value]
+
+
+def _validated_rnn_copy(d: Any, cls: type, flags: tuple[str, ...], acts: tuple[str, ...],
+                        op: str, name: str | None) -> Any:
+    """A checked copy of a GRU / single-gate RNN descriptor: bool flags, RNNActivation
+    activations (DescriptorError naming op and property otherwise)."""
+    if not isinstance(d, cls):
+        raise op_error(DescriptorError, op, "descriptor", f"a {cls.__name__}",
+                       type(d).__name__, name)
+    d = dataclasses.replace(d)
+    for prop in flags:
+        v = getattr(d, prop)
+        if not isinstance(v, (bool, int, np.bool_)) or v not in (0, 1):
+            raise op_error(DescriptorError, op, f"descriptor.{prop}", "a bool",
+                           repr(v) if isinstance(v, str) else v, name)
+        setattr(d, prop, bool(v))
+    for prop in acts:
+        v = getattr(d, prop)
+        try:
+            if isinstance(v, (bool, np.bool_)):
+                raise ValueError
+            setattr(d, prop, RNNActivation(v))
+        except (ValueError, TypeError):
+            raise op_error(DescriptorError, op, f"descriptor.{prop}", "an RNNActivation",
+                           repr(v) if isinstance(v, str) else v, name) from None
+    return d
+
+
+@dataclass
+class GRUDescriptor(Descriptor):
+    """`MPSGraphGRUDescriptor`, with the defaults of Apple's `+descriptor` (all flags NO,
+    update / reset gates sigmoid, output gate tanh).
+
+    Gate order of every 3H axis `[z, r, o]`, or `[r, z, o]` when `resetGateFirst`.
+    `resetAfter` applies the reset gate after the recurrent product (and adds
+    `secondaryBias`); `flipZ` blends `(1 - z) h_prev + z o` instead of the default
+    `z h_prev + (1 - z) o` (the method pages' reading, docs/semantics.md). `reverse` is
+    ignored when `bidirectional`; `training` makes GRU return `[state, zState]`.
+    """
+
+    reverse: bool = False
+    bidirectional: bool = False
+    training: bool = False
+    resetGateFirst: bool = False
+    resetAfter: bool = False
+    flipZ: bool = False
+    updateGateActivation: RNNActivation = RNNActivation.sigmoid
+    resetGateActivation: RNNActivation = RNNActivation.sigmoid
+    outputGateActivation: RNNActivation = RNNActivation.tanh
+
+    _FLAGS = ("reverse", "bidirectional", "training", "resetGateFirst", "resetAfter", "flipZ")
+    _ACTIVATIONS = ("updateGateActivation", "resetGateActivation", "outputGateActivation")
+
+    @classmethod
+    def descriptor(cls) -> GRUDescriptor:
+        """Apple's `+descriptor` factory: a descriptor with the defaults."""
+        return cls()
+
+    def validated_copy(self, op: str, name: str | None) -> GRUDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op and property)."""
+        return _validated_rnn_copy(self, GRUDescriptor, GRUDescriptor._FLAGS,
+                                   GRUDescriptor._ACTIVATIONS, op, name)
+
+    def activations(self) -> tuple[int, int, int]:
+        """(update z, reset r, output o) gate activations as ints, for kernels."""
+        return tuple(int(getattr(self, p)) for p in self._ACTIVATIONS)  # type: ignore[return-value]
+
+
+@dataclass
+class SingleGateRNNDescriptor(Descriptor):
+    """`MPSGraphSingleGateRNNDescriptor`, with the defaults of Apple's `+descriptor`
+    (all flags NO, `activation` relu). `training` makes singleGateRNN return
+    `[state, zState]` (zState: the pre-activation values)."""
+
+    reverse: bool = False
+    bidirectional: bool = False
+    training: bool = False
+    activation: RNNActivation = RNNActivation.relu
+
+    _FLAGS = ("reverse", "bidirectional", "training")
+    _ACTIVATIONS = ("activation",)
+
+    @classmethod
+    def descriptor(cls) -> SingleGateRNNDescriptor:
+        """Apple's `+descriptor` factory: a descriptor with the defaults."""
+        return cls()
+
+    def validated_copy(self, op: str, name: str | None) -> SingleGateRNNDescriptor:
+        """A private, checked copy for an op (raises DescriptorError naming op and property)."""
+        return _validated_rnn_copy(self, SingleGateRNNDescriptor,
+                                   SingleGateRNNDescriptor._FLAGS,
+                                   SingleGateRNNDescriptor._ACTIVATIONS, op, name)
 
 
 @dataclass

@@ -485,3 +485,32 @@ _XP = ArrayOps(
 
 LSTM = kernel("LSTM")(lstm_kernel(_XP, lstm_forward))
 LSTMGradients = kernel("LSTMGradients")(lstm_gradients_kernel(_XP, lstm_backward))
+
+
+# ----------------------------------------------------------------------------------------------
+# GRU and singleGateRNN: the shared recurrences of backends/_gru_glue.py on NumPy arrays
+# ----------------------------------------------------------------------------------------------
+
+
+def _gated_ops():
+    from .._gru_glue import GatedOps
+
+    return GatedOps(
+        base=_XP,
+        empty=lambda shape, like: np.empty(shape, like.dtype),
+        zeros=lambda shape, like: np.zeros(shape, like.dtype),
+        t=lambda a: a.T,
+        act=lambda kind, a: _act_into(kind, a, np.empty(a.shape, a.dtype)),
+        dact=lambda kind, y: _dact_into(kind, y, np.empty(y.shape, y.dtype)),
+        scope=lambda: np.errstate(all="ignore"),
+    )
+
+
+def _register_gated() -> None:
+    from .._gru_glue import gated_kernels
+
+    for _name, _fn in gated_kernels(_gated_ops()).items():
+        kernel(_name)(_fn)
+
+
+_register_gated()
