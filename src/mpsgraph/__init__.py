@@ -8,6 +8,7 @@ from .descriptors import (
     Convolution2DOpDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
+    RandomOpDescriptor,
     UnknownPropertyError,
 )
 from .errors import (
@@ -27,6 +28,8 @@ from .types import (
     DataType,
     LossReductionType,
     PaddingStyle,
+    RandomDistribution,
+    RandomNormalSamplingMethod,
     RNNActivation,
     ShapedType,
     TensorNamedDataLayout,
@@ -50,5 +53,6 @@ __all__ = [
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
+    "RandomOpDescriptor", "RandomDistribution", "RandomNormalSamplingMethod",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]
