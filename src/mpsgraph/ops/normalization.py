@@ -225,8 +225,10 @@ def _grad_normalize(g: Graph, op, dys):
     gamma, beta = op.input("gamma"), op.input("beta")
     eps = op.attrs.epsilon
     dt = x.dataType
-    r = g.reverseSquareRoot(g.addition(v, g.constant(eps, dataType=dt)))
-    d = g.subtraction(x, m)
+
+    def rstd_and_centred() -> tuple[Tensor, Tensor]:
+        return (g.reverseSquareRoot(g.addition(v, g.constant(eps, dataType=dt))),
+                g.subtraction(x, m))
     out: dict[str, Tensor] = {}
     if beta is not None:
         out["beta"] = sum_to_shape(g, dy, beta)
@@ -240,9 +242,11 @@ def _grad_normalize(g: Graph, op, dys):
             if _const_along(gamma, x, axes):
                 gg = g.normalizationGammaGradient(dy, x, m, v, reductionAxes=axes, epsilon=eps)
             else:
+                r, d = rstd_and_centred()
                 gg = g.multiplication(dy, g.multiplication(d, r))
             out["gamma"] = sum_to_shape(g, gg, gamma)
         return out
+    r, d = rstd_and_centred()
     dyg = dy if gamma is None else g.multiplication(dy, gamma)
     dyr = g.multiplication(dyg, r)
     out["tensor"] = sum_to_shape(g, dyr, x)
