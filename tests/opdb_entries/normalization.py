@@ -6,7 +6,8 @@ normalizationGradient. (`mean(of:axes:)` is reductionMean's entry.)
 References are float64 NumPy from the definitions (A the reduced axes, N their element count,
 results keep the rank with the reduced axes of size 1; N = 0 gives NaN):
 
-    variance(x, A)       = sum_A((x - sum_A(x) / N)^2) / N,  variance(x, m, A) = sum_A((x - m)^2) / N
+    variance(x, A)       = sum_A((x - sum_A(x) / N)^2) / N
+    variance(x, m, A)    = sum_A((x - m)^2) / N
     normalize            = (x - m) / sqrt(v + e) * g + b      (broadcast; g / b absent: 1 / 0)
     gammaGradient        = sum_A(dy (x - m) / sqrt(v + e)),   betaGradient = sum_A(dy)
     normalizationGradient: r = 1 / sqrt(v + e), xhat = (x - m) r, dyg = dy g,

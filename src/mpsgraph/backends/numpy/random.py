@@ -9,8 +9,8 @@ import secrets
 
 import numpy as np
 
-from .. import _random_math as rm
 from ...types import DataType
+from .. import _random_math as rm
 from . import kernel
 
 

@@ -10,8 +10,8 @@ import math
 
 import torch
 
-from .. import _random_math as rm
 from ...types import DataType
+from .. import _random_math as rm
 from . import TORCH_DTYPES, kernel
 
 
