@@ -52,7 +52,10 @@ class _XP:
     @staticmethod
     def cast(a, dt) -> np.ndarray:
         npdt = np.dtype(dt) if isinstance(dt, str) else dt.numpy_dtype
-        return np.asarray(a).astype(npdt)
+        a = np.asarray(a)
+        if npdt == np.float16 and a.dtype == np.float64:
+            a = a.astype(np.float32)  # float64 -> float32 -> float16, as torch converts
+        return a.astype(npdt)
 
     @staticmethod
     def cast_scalar(v: float, dt: DataType, like) -> np.ndarray:

@@ -61,6 +61,8 @@ class _XP:
     @staticmethod
     def cast(a, dt) -> torch.Tensor:
         td = torch.int32 if isinstance(dt, str) else TORCH_DTYPES[dt]
+        if td == torch.float16 and a.dtype == torch.float64:
+            a = a.to(torch.float32)  # float64 -> float32 -> float16 on every device
         return a.to(td)
 
     @staticmethod
