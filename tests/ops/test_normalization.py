@@ -112,3 +112,23 @@ def test_population_variance_and_empty_slices():
                 [a, b, c])
     assert np.isnan(res[a].numpy()).all() and res[a].numpy().shape == (3, 1)
     assert res[b].numpy().tolist() == [1.25] and res[c].numpy().tolist() == [7.5]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(3, 0, 2), (0, 4, 2), (2, 3, 0)])
+def test_batch_layout_with_empty_axes(device, shape):
+    """The batch-norm layout with a size-0 axis (the fast paths' fused kernels divide by the
+    channel count: they must not be reached): NaN statistics or empty results, no crash."""
+    g = mg.Graph()
+    x, dy = g.placeholder(list(shape)), g.placeholder(list(shape))
+    c = shape[1]
+    m, v = g.placeholder([1, c, 1]), g.placeholder([1, c, 1])
+    outs = [g.normalizationGradient(dy, x, m, v, reductionAxes=[0, 2], epsilon=1e-5),
+            g.normalizationGammaGradient(dy, x, m, v, reductionAxes=[0, 2], epsilon=1e-5),
+            g.normalizationBetaGradient(dy, x, reductionAxes=[0, 2])]
+    z = np.zeros(shape, np.float32)
+    s = np.ones((1, c, 1), np.float32)
+    res = g.run({x: z, dy: z, m: s, v: s}, outs, device=device)
+    ref = g.run({x: z, dy: z, m: s, v: s}, outs, device="cpu")
+    for o in outs:
+        np.testing.assert_array_equal(res[o].numpy(), ref[o].numpy())

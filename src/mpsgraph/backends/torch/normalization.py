@@ -33,8 +33,8 @@ def _rstd(v: torch.Tensor, eps: float) -> torch.Tensor:
 def _channel(x: torch.Tensor, axes, *others) -> int | None:
     """The one axis not reduced, when every other tensor is of size 1 except along it (and
     x is float32 with at least one element per channel slice); else None."""
-    if x.dtype != torch.float32 or x.dim() < 2 or len(axes) != x.dim() - 1:
-        return None
+    if x.dtype != torch.float32 or x.dim() < 2 or len(axes) != x.dim() - 1 or x.numel() == 0:
+        return None  # (ATen's kernels divide by the channel count: no empty tensors there)
     c = next(i for i in range(x.dim()) if i not in axes)
     for t in others:
         if t is None:
@@ -57,10 +57,13 @@ def _per_channel(t: torch.Tensor | None, x: torch.Tensor, c: int) -> torch.Tenso
 @kernel("variance")
 def variance(x, mean, a):
     xw = work(x)
-    if mean is None and a.axes and a.count > 0:
+    if mean is None and a.axes and a.count > 0 and x.numel() > 0:
         return finish(torch.var(xw, dim=a.axes, keepdim=True, correction=0), x.dtype)
     m = _mean(xw, a.axes, a.count) if mean is None else work(mean)
     d = xw - m
+    if a.axes and a.count > 0:  # sum of squares in one reduction (no squared temporary)
+        ss = torch.linalg.vector_norm(d, 2, dim=a.axes, keepdim=True)
+        return finish(ss * ss / a.count, x.dtype)
     return finish(_mean(d * d, a.axes, a.count), x.dtype)
 
 
@@ -87,6 +90,16 @@ def normalize(x, mean, var, gamma, beta, eps):
 
 @kernel("normalizationGammaGradient")
 def normalizationGammaGradient(dy, x, mean, var, a):
+    if a.count > 0 and dy.shape == x.shape and dy.dtype == torch.float32:
+        c = _channel(x, a.axes, mean, var)
+        if c is not None:  # ATen's fused reduction of dy * xhat (one read of x and dy)
+            mv = _per_channel(mean, x, c)
+            invstd = _per_channel(_rstd(var, a.epsilon), x, c)
+            xs, dys = (x, dy) if c == 1 else (x.movedim(c, 1), dy.movedim(c, 1))
+            w = torch.ones(x.shape[c], dtype=x.dtype, device=x.device)
+            gg = torch.ops.aten.native_batch_norm_backward(
+                dys, xs, w, None, None, mv, invstd, True, a.epsilon, [False, True, False])[1]
+            return gg.reshape([x.shape[i] if i == c else 1 for i in range(x.dim())])
     t = work(dy) * ((work(x) - work(mean)) * _rstd(work(var), a.epsilon))
     return finish(_sum(t, a.axes), dy.dtype)
 
