@@ -470,6 +470,14 @@ def _ops_table():
          lambda a: pool_ref(a, "max"), [(2, 2, 4, 4)], "any"),
         ("pooling", "avgPooling2D", lambda g, a: g.avgPooling2D(a, pool),
          lambda a: pool_ref(a, "avg"), [(2, 2, 4, 4)], "any"),
+        ("normalization", "variance", lambda g, a: g.variance(a, axes=[0, 2]),
+         lambda a: a.var(axis=(0, 2), keepdims=True), [(3, 2, 4)], "any"),
+        ("normalization", "normalize (batch statistics)",
+         lambda g, a, s: g.normalize(a, g.mean(a, [0, 2, 3]), g.variance(a, axes=[0, 2, 3]),
+                                     gamma=s, epsilon=1e-3),
+         lambda a, s: (a - a.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
+             a.var(axis=(0, 2, 3), keepdims=True) + np.float64(np.float32(1e-3))) * s,
+         [(3, 2, 2, 3), (1, 2, 1, 1)], "any"),
     ] + _math_ops_table()
 
 
