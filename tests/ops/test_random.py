@@ -395,3 +395,32 @@ def test_variable_from_tensor(device):
     got = _run(g, [gw[w], gw[x]], device, {x: xv})
     np.testing.assert_array_equal(got[0], 2 * xv)
     np.testing.assert_array_equal(got[1], np.zeros(4, np.float32))
+
+
+@pytest.mark.gpu
+def test_random_ops_in_a_captured_cuda_graph():
+    """On CUDA, an executable captured in a CUDA graph (cuda_graph=True): the seeded and
+    stateful forms replay the eager values bit for bit; the unseeded forms and dropout draw a
+    fresh key on every replay (from the device generator, inside the graph)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    g = mg.Graph()
+    x = g.placeholder([256, 256])
+    s = g.randomPhiloxStateTensor(5)
+    a = g.randomTensor([1000], mg.RandomOpDescriptor(distribution=N, samplingMethod=BM),
+                       seed=9)
+    b, s1 = g.randomUniformTensor([999], stateTensor=s)
+    c = g.randomUniformTensor([1000])
+    d = g.dropout(x, 0.5)
+    targets = [a, b, s1, c, d]
+    eager = _run(g, targets, "cpu", {x: np.ones((256, 256), np.float32)})
+    exe = g.compile({x: mg.ShapedType([256, 256], mg.float32)}, targets, device="cuda",
+                    cuda_graph=True)
+    xs = torch.ones((256, 256), device="cuda")
+    r1 = [t.numpy().copy() for t in exe.run([xs])]
+    r2 = [t.numpy().copy() for t in exe.run([xs])]
+    for k in range(3):
+        np.testing.assert_array_equal(r1[k], eager[k])
+        np.testing.assert_array_equal(r2[k], eager[k])
+    assert not np.array_equal(r1[3], r2[3]) and not np.array_equal(r1[4], r2[4])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ...types import DataType
@@ -67,7 +68,9 @@ class _XP:
 
     @staticmethod
     def cast_scalar(v: float, dt: DataType, like) -> torch.Tensor:
-        return torch.tensor(v, dtype=TORCH_DTYPES[dt], device=like.device)
+        # a fill on the device (no host-to-device copy: capturable in a CUDA graph); v is a
+        # value of dt, so the fill is exact
+        return torch.full((), v, dtype=TORCH_DTYPES[dt], device=like.device)
 
     @staticmethod
     def none(mask) -> bool:
@@ -92,7 +95,8 @@ def _on_device(fn):
 @kernel("randomPhiloxStateTensor")
 @_on_device
 def randomPhiloxStateTensor(words, device):
-    return torch.tensor(words, dtype=torch.int32, device=device)
+    # fills on the device, not a host-to-device copy (capturable in a CUDA graph)
+    return torch.stack([torch.full((), w, dtype=torch.int32, device=device) for w in words])
 
 
 @kernel("randomTensor")
@@ -122,7 +126,7 @@ def dropout(x, rate, a):
     base, key = _fresh_key(x.device)
     keep = rm.unit24(xp, rm.words(xp, x.numel(), base, key)).reshape(x.shape) >= a.rate
     scale = 1.0 / (1.0 - a.rate) if a.rate < 1.0 else 0.0
-    scale = float(torch.tensor(scale, dtype=torch.float32))  # float32, as the NumPy kernel
+    scale = float(np.float32(scale))  # float32, as the NumPy kernel
     zero = torch.zeros((), dtype=torch.float32, device=x.device)
     mask = torch.where(keep, torch.full((), scale, dtype=torch.float32, device=x.device),
                        zero).to(x.dtype)
