@@ -215,7 +215,9 @@ def _normalize_samples(rng, dt):
             axes = _axes_choice(rng, len(shp), k, pick)
             ax = _red(shp, axes)
             x = arr(rng, shp, dt)
-            ps = [_kept(shp, axes)] * (has_gamma + has_beta)
+            # gamma of the statistics' shape (a batch norm's), or varying along the axes
+            ps = ([_kept(shp, axes) if rng.random() < 0.6 else shp] if has_gamma else []) + \
+                ([_kept(shp, axes)] if has_beta else [])
             ins = [x] + [arr(rng, p, dt, 0.5, 2) for p in ps]
             n = _count(shp, ax)
             # N = 1 or a constant slice: a variance of 0 (finite with epsilon, but float32
@@ -250,8 +252,8 @@ add(OpInfo("normalize", build=_build_normalize, ref=_ref_normalize,
            samples=_normalize_samples, dtypes=FLOAT, differentiable=(0, 1, 2, 3, 4),
            torch_ref=_torch_normalize, errors=_normalize_errors,
            tol={DT.float32: (5e-5, 2e-5), DT.float16: (4e-3, 4e-3), DT.bFloat16: (3e-2, 3e-2)},
-           grad_tol=(3e-4, 1e-5), kinds=("reductionMean", "variance", "normalizationGradient",
-                                          "normalizationGammaGradient")))
+           grad_tol=(3e-4, 1e-5), kinds=("reductionMean", "variance", "normalizationGradients",
+                                          "normalizationGradient")))
 
 
 # ---------------------------------------------------------------------------- gradient ops
@@ -399,3 +401,44 @@ add(OpInfo("normalizationBetaGradient", build=_build_beta_grad, ref=_ref_beta_gr
 add(OpInfo("normalizationGradient", build=_build_grad, ref=_ref_grad, samples=_grad_samples,
            dtypes=FLOAT, errors=_grad_op_errors("dx"),
            tol={DT.float32: (1e-4, 2e-5), DT.float16: (4e-3, 4e-3), DT.bFloat16: (3e-2, 3e-2)}))
+
+
+# ---------------------------------------------------------------------------- the fused op
+def _build_fused(g, dy, x, m, v, *rest, axes, eps, given=()):
+    from mpsgraph.ops.normalization import NormAttrs
+
+    gamma = rest[0] if "gamma" in given else None
+    return g._add("normalizationGradients", [
+        ("incomingGradient", dy), ("sourceTensor", x), ("mean", m), ("varianceTensor", v),
+        ("gammaTensor", gamma)], NormAttrs(tuple(axes), eps, "reductionAxes"), None,
+        optional=("gammaTensor",))
+
+
+def _ref_fused(dy, x, m, v, *rest, axes, eps, given=()):
+    dx = _ref_grad(dy, x, m, v, *rest, axes=axes, eps=eps, given=given)
+    return [dx, _ref_gamma_grad(np.broadcast_to(dy, x.shape), x, m, v, axes=axes, eps=eps),
+            _ref_beta_grad(np.broadcast_to(dy, x.shape), x, axes=axes)]
+
+
+def _fused_samples(rng, dt):
+    for s in _grad_samples(rng, dt):
+        if s.kwargs["given"] in ((), ("gamma",)):
+            yield s
+
+
+def _fused_errors(rng):
+    mg = _mg()
+    f = np.ones((2, 3), np.float32)
+    s = np.ones((1, 3), np.float32)
+    base = {"axes": [0], "eps": 1e-5}
+    yield ErrorInput(Sample([f, f, s, np.ones((1, 3), np.float16)], base), mg.DataTypeError,
+                     "varianceTensor")
+    yield ErrorInput(Sample([f, f, np.ones((5,), np.float32), s], base), mg.ShapeError, "mean")
+    yield ErrorInput(Sample([f, f, s, s], {**base, "axes": [2]}), mg.ShapeError,
+                     "reductionAxes")
+
+
+add(OpInfo("normalizationGradients", build=_build_fused, ref=_ref_fused,
+           samples=_fused_samples, dtypes=FLOAT, errors=_fused_errors,
+           tol={DT.float32: (1e-4, 2e-5), DT.float16: (4e-3, 4e-3), DT.bFloat16: (3e-2, 3e-2)},
+           notes="internal: [dx, dgamma, dbeta] of normalize's fused batch-statistics rule"))

@@ -38,9 +38,11 @@ Gradients (through gradientForPrimaryTensor): `variance` and `normalize` differe
 tensor input (normalize's mean and variance as independent inputs; the chain through `mean` /
 `variance` ops adds the batch-statistics terms). When normalize's mean and variance ARE
 `mean(x)` and `variance(x)` (with or without that mean) over the same axes of the same x, and
-neither is itself a requested tensor, the rule emits the fused `normalizationGradient` for x
-instead of the chain (the same numbers, in one kernel; the batch-norm training pattern). The
-three gradient ops have no gradient of their own.
+neither is itself a requested tensor, the rule emits fused ops instead of the chain (the same
+numbers; the batch-norm training pattern): with gamma constant along the axes, the internal op
+`normalizationGradients` ([dx, dgamma, dbeta] of one kernel: `normalizationGradient`,
+`normalizationGammaGradient` and `normalizationBetaGradient` of the same arguments), else
+`normalizationGradient`. The gradient ops have no gradient of their own.
 """
 
 from __future__ import annotations
@@ -160,6 +162,20 @@ def _infer_gradient(ctx: InferContext):
     return [ShapedType(x, dt)], kattrs
 
 
+def _infer_gradients(ctx: InferContext):
+    """The internal `normalizationGradients` (the fused rule's op): [dx, dgamma, dbeta] =
+    [normalizationGradient, normalizationGammaGradient, normalizationBetaGradient] of the same
+    arguments (dgamma / dbeta of x's shape with the reduced axes of size 1)."""
+    args = [a for a in _GRADIENT_ARGS[:5] if ctx.type_of(a) is not None]
+    dt = same_float_type(ctx, args)
+    x = ctx.type_of("sourceTensor").shape
+    for a in args:
+        if a != "sourceTensor":
+            _broadcasts_to(ctx, a, "sourceTensor")
+    red, kattrs = _reduced(ctx, x, dt)
+    return [ShapedType(x, dt), red[0], red[0]], kattrs
+
+
 # ---------------------------------------------------------------------------- gradient rules
 def _count(op_kind: str, x: Tensor, axes: Sequence[int]) -> int:
     if x.shape is None or any(x.shape[a] < 0 for a in axes):
@@ -234,17 +250,25 @@ def _grad_normalize(g: Graph, op, dys):
         out["beta"] = sum_to_shape(g, dy, beta)
     axes = _fusable(g, op)
     if axes is not None:
-        # batch statistics: dx in one fused op; mean and variance get no gradient from here
-        # (their effect on x is in dx)
+        # batch statistics: mean and variance get no gradient from here (their effect on x
+        # is in dx). Gamma constant along the axes (a batch norm's): dx, dgamma and dbeta
+        # from one fused op; else dx from normalizationGradient and dgamma elementwise
+        if _const_along(gamma, x, axes):
+            attrs = NormAttrs(tuple(axes), eps, "reductionAxes")
+            dx, gg, bg = g._add("normalizationGradients", [
+                ("incomingGradient", dy), ("sourceTensor", x), ("mean", m),
+                ("varianceTensor", v), ("gammaTensor", gamma)], attrs, None,
+                optional=("gammaTensor",))
+            out["tensor"] = dx
+            if gamma is not None:
+                out["gamma"] = sum_to_shape(g, gg, gamma)
+            if beta is not None and _const_along(beta, x, axes):
+                out["beta"] = sum_to_shape(g, bg, beta)
+            return out
         out["tensor"] = g.normalizationGradient(dy, x, m, v, gammaTensor=gamma,
                                                 reductionAxes=axes, epsilon=eps)
-        if gamma is not None:
-            if _const_along(gamma, x, axes):
-                gg = g.normalizationGammaGradient(dy, x, m, v, reductionAxes=axes, epsilon=eps)
-            else:
-                r, d = rstd_and_centred()
-                gg = g.multiplication(dy, g.multiplication(d, r))
-            out["gamma"] = sum_to_shape(g, gg, gamma)
+        r, d = rstd_and_centred()
+        out["gamma"] = sum_to_shape(g, g.multiplication(dy, g.multiplication(d, r)), gamma)
         return out
     r, d = rstd_and_centred()
     dyg = dy if gamma is None else g.multiplication(dy, gamma)
@@ -264,6 +288,7 @@ register_op("normalize", _infer_normalize, _grad_normalize)
 register_op("normalizationGammaGradient", _infer_gamma_gradient)
 register_op("normalizationBetaGradient", _infer_beta_gradient)
 register_op("normalizationGradient", _infer_gradient)
+register_op("normalizationGradients", _infer_gradients)  # internal: the fused rule's op
 
 
 # ---------------------------------------------------------------------------- builders

@@ -72,3 +72,12 @@ def normalizationGradient(dy, x, mean, var, gamma, gamma_grad, beta_grad, a):
             inv_n = np.asarray(1.0 / n if n else np.nan, xw.dtype)
             dx = g * r * (d - bg * inv_n - xhat * (gg * inv_n))
         return finish(np.array(np.broadcast_to(dx, xw.shape)), x.dtype)
+
+
+@kernel("normalizationGradients")
+def normalizationGradients(dy, x, mean, var, gamma, a):
+    """[dx, dgamma, dbeta] of the fused rule (ops/normalization.py)."""
+    dyx = np.broadcast_to(dy, x.shape)
+    return (normalizationGradient(dy, x, mean, var, gamma, None, None, a),
+            normalizationGammaGradient(dyx, x, mean, var, a),
+            normalizationBetaGradient(dyx, x, a))

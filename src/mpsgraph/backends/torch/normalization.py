@@ -137,3 +137,26 @@ def normalizationGradient(dy, x, mean, var, gamma, gamma_grad, beta_grad, a):
         dx = g * r * (d - bg * inv_n - xhat * (gg * inv_n))
     dx = dx.expand(xw.shape)
     return finish(dx.contiguous(), x.dtype)
+
+
+@kernel("normalizationGradients")
+def normalizationGradients(dy, x, mean, var, gamma, a):
+    """[dx, dgamma, dbeta] of the fused rule: one ATen batch-norm backward in the batch-norm
+    layout (float32), else the three kernels above."""
+    if a.count > 0 and dy.shape == x.shape and dy.dtype == torch.float32:
+        c = _channel(x, a.axes, mean, var, gamma)
+        if c is not None:
+            mv = _per_channel(mean, x, c)
+            invstd = _per_channel(_rstd(var, a.epsilon), x, c)
+            w = (_per_channel(gamma, x, c) if gamma is not None else
+                 torch.ones(x.shape[c], dtype=x.dtype, device=x.device))
+            xs, dys = (x, dy) if c == 1 else (x.movedim(c, 1), dy.movedim(c, 1))
+            dx, gg, bg = torch.ops.aten.native_batch_norm_backward(
+                dys, xs, w, None, None, mv, invstd, True, a.epsilon, [True, True, True])
+            kept = [x.shape[i] if i == c else 1 for i in range(x.dim())]
+            dx = dx if c == 1 else dx.movedim(1, c).contiguous()
+            return dx, gg.reshape(kept), bg.reshape(kept)
+    dyx = dy.expand(x.shape)
+    return (normalizationGradient(dy, x, mean, var, gamma, None, None, a),
+            normalizationGammaGradient(dyx, x, mean, var, a),
+            normalizationBetaGradient(dyx, x, a))
