@@ -87,6 +87,9 @@ class NormKernelAttrs:
 
 
 def _epsilon(op: str, name: str | None, eps: Any) -> float:
+    if eps is None:
+        raise op_error(GraphError, op, "epsilon", "a finite float >= 0 (required, as in "
+                       "Swift)", None, name)
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) \
             or eps < 0:
         raise op_error(GraphError, op, "epsilon", "a finite float >= 0", eps, name)
@@ -292,7 +295,11 @@ register_op("normalizationGradients", _infer_gradients)  # internal: the fused r
 
 
 # ---------------------------------------------------------------------------- builders
-def _axes(op: str, name: str | None, axes: Any, label: str) -> NormAttrs:
+def _axes(op: str, name: str | None, axes: Any, label: str, required: bool = False
+          ) -> NormAttrs:
+    if required and axes is None:
+        raise op_error(GraphError, op, label, "a list of ints (required, as in Swift)", None,
+                       name)
     a = axes_attr(op, name, None, axes)
     return NormAttrs(a.axes, 0.0, label)
 
@@ -316,12 +323,14 @@ class NormalizationOps:
         return self._add("variance", [("tensor", of), ("mean", mean)], attrs, name,
                          optional=("mean",))[0]
 
-    def normalize(self, tensor: Tensor, mean: Tensor, variance: Tensor, *,
-                  gamma: Tensor | None = None, beta: Tensor | None = None, epsilon: float,
-                  name: str | None = None) -> Tensor:
+    def normalize(self, tensor: Tensor, mean: Tensor, variance: Tensor,
+                  gamma: Tensor | None = None, beta: Tensor | None = None,
+                  epsilon: float | None = None, *, name: str | None = None) -> Tensor:
         """Swift `normalize(_:mean:variance:gamma:beta:epsilon:name:)`: (tensor - mean) /
         sqrt(variance + epsilon) * gamma + beta, elementwise; the shapes broadcast together
-        (NumPy rules) and the result has the broadcast shape. gamma / beta None: 1 / 0."""
+        (NumPy rules) and the result has the broadcast shape. gamma / beta None: 1 / 0.
+        (One Swift overload: every argument may also be given by position; epsilon is
+        required, as in Swift.)"""
         attrs = NormAttrs(None, _epsilon("normalize", name, epsilon))
         return self._add("normalize", [("tensor", tensor), ("mean", mean),
                                        ("variance", variance), ("gamma", gamma),
@@ -329,37 +338,39 @@ class NormalizationOps:
                          optional=("gamma", "beta"))[0]
 
     def normalizationGammaGradient(self, incomingGradient: Tensor, sourceTensor: Tensor,
-                                   mean: Tensor, varianceTensor: Tensor, *,
-                                   reductionAxes: Sequence[int], epsilon: float,
+                                   mean: Tensor, varianceTensor: Tensor,
+                                   reductionAxes: Sequence[int] | None = None,
+                                   epsilon: float | None = None, *,
                                    name: str | None = None) -> Tensor:
         """Swift `normalizationGammaGradient(withIncomingGradientTensor:sourceTensor:mean:
         varianceTensor:reductionAxes:epsilon:name:)`: sum over reductionAxes of
         incomingGradient * (sourceTensor - mean) / sqrt(varianceTensor + epsilon); the inputs
         broadcast together; the result keeps the rank, reduced axes of size 1."""
         kind = "normalizationGammaGradient"
-        a = _axes(kind, name, reductionAxes, "reductionAxes")
+        a = _axes(kind, name, reductionAxes, "reductionAxes", required=True)
         attrs = NormAttrs(a.axes, _epsilon(kind, name, epsilon), "reductionAxes")
         return self._add(kind, [("incomingGradient", incomingGradient),
                                 ("sourceTensor", sourceTensor), ("mean", mean),
                                 ("varianceTensor", varianceTensor)], attrs, name)[0]
 
-    def normalizationBetaGradient(self, incomingGradient: Tensor, sourceTensor: Tensor, *,
-                                  reductionAxes: Sequence[int], name: str | None = None
-                                  ) -> Tensor:
+    def normalizationBetaGradient(self, incomingGradient: Tensor, sourceTensor: Tensor,
+                                  reductionAxes: Sequence[int] | None = None, *,
+                                  name: str | None = None) -> Tensor:
         """Swift `normalizationBetaGradient(withIncomingGradientTensor:sourceTensor:
         reductionAxes:name:)`: sum of incomingGradient over reductionAxes (it must broadcast
         to sourceTensor's shape); the rank is kept, reduced axes of size 1."""
         kind = "normalizationBetaGradient"
-        attrs = _axes(kind, name, reductionAxes, "reductionAxes")
+        attrs = _axes(kind, name, reductionAxes, "reductionAxes", required=True)
         return self._add(kind, [("incomingGradient", incomingGradient),
                                 ("sourceTensor", sourceTensor)], attrs, name)[0]
 
     def normalizationGradient(self, incomingGradient: Tensor, sourceTensor: Tensor,
-                              mean: Tensor, varianceTensor: Tensor, *,
+                              mean: Tensor, varianceTensor: Tensor,
                               gammaTensor: Tensor | None = None,
                               gammaGradientTensor: Tensor | None = None,
                               betaGradientTensor: Tensor | None = None,
-                              reductionAxes: Sequence[int], epsilon: float,
+                              reductionAxes: Sequence[int] | None = None,
+                              epsilon: float | None = None, *,
                               name: str | None = None) -> Tensor:
         """Swift `normalizationGradient(withIncomingGradientTensor:sourceTensor:mean:
         varianceTensor:gammaTensor:gammaGradientTensor:betaGradientTensor:reductionAxes:
@@ -368,7 +379,7 @@ class NormalizationOps:
         docstring for the formula). Every other tensor broadcasts to sourceTensor's shape,
         which is the result's."""
         kind = "normalizationGradient"
-        a = _axes(kind, name, reductionAxes, "reductionAxes")
+        a = _axes(kind, name, reductionAxes, "reductionAxes", required=True)
         attrs = NormAttrs(a.axes, _epsilon(kind, name, epsilon), "reductionAxes")
         opt = ("gammaTensor", "gammaGradientTensor", "betaGradientTensor")
         return self._add(kind, [("incomingGradient", incomingGradient),
