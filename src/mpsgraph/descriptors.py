@@ -409,10 +409,14 @@ class RandomOpDescriptor(Descriptor):
                 raise op_error(DescriptorError, op, f"{argument}.maxInteger", "minInteger <= "
                                "maxInteger, both in int32's range (the range [minInteger, "
                                "maxInteger] of int32 samples)", f"[{lo}, {hi}]", name)
-        elif dist != RandomDistribution.normal and not d.min < d.max:
-            raise op_error(DescriptorError, op, f"{argument}.max", "max > min (the range "
-                           f"[min, max) of {dist.name} samples)",
-                           f"min {d.min}, max {d.max}", name)
+        elif dist != RandomDistribution.normal:
+            npdt = d.dataType.numpy_dtype
+            lo = np.asarray(d.min).astype(npdt)  # the type's smallest value >= min
+            lo = lo if float(lo) >= d.min else np.nextafter(lo, np.asarray(np.inf, npdt))
+            if not d.min < d.max or not float(lo) < d.max:
+                raise op_error(DescriptorError, op, f"{argument}.max", "max > min, with a "
+                               f"{d.dataType.name} value in [min, max) (the range of "
+                               f"{dist.name} samples)", f"min {d.min}, max {d.max}", name)
         if dist != RandomDistribution.uniform:
             sd = d.standardDeviation
             if sd < 0 or (dist == RandomDistribution.truncatedNormal and sd == 0):

@@ -68,12 +68,15 @@ def _below(v, npdt):
 
 
 def _fit(v: float, lo: float, hi: float, npdt) -> float:
+    """v rounded to the type, then clamped to the type's values in [lo, hi)."""
     x = np.asarray(v, np.float64).astype(npdt)
-    if x >= hi:
-        x = _below(hi, npdt)
-    if x < lo:
-        x = np.asarray(lo, npdt)
-    return float(x)
+    vals_lo = np.asarray(lo, np.float64).astype(npdt)
+    if float(vals_lo) < lo:
+        vals_lo = np.nextafter(vals_lo, np.asarray(np.inf, npdt))
+    vals_hi = np.asarray(hi, np.float64).astype(npdt)
+    if float(vals_hi) >= hi:
+        vals_hi = _below(vals_hi, npdt)
+    return min(max(float(x), float(vals_lo)), float(vals_hi))
 
 
 def _inv(p: float) -> float:
@@ -246,7 +249,7 @@ def _random_samples(rng, dt):
                 d["maxInteger"] = pick(k, "ihi", (2**31 - 1, lo, lo + 3, lo + 1000))
             else:
                 d["min"], d["max"] = pick(k, "range", ((0.0, 1.0), (-3.0, 2.5), (1.0, 1.0009765625),
-                                                       (-1e4, 1e4)))
+                                                       (-1e4, 1e4), (0.1, 0.30000001)))
         else:
             d["mean"] = pick(k, "mean", (0.0, 1.5, -3.0))
             d["standardDeviation"] = pick(k, "sd", (1.0, 0.25, 3.0))
@@ -284,6 +287,9 @@ def _random_errors(rng):
     yield ErrorInput(s({"dataType": DT.bFloat16}), mg.DescriptorError, "descriptor.dataType")
     yield ErrorInput(s({"min": 1.0, "max": 1.0}), mg.DescriptorError, "descriptor.max")
     yield ErrorInput(s({"min": float("nan")}), mg.DescriptorError, "descriptor.min")
+    # no float16 value in [0.1, 0.10001): an empty range of that type
+    yield ErrorInput(s({"dataType": DT.float16, "min": 0.1, "max": 0.10001}),
+                     mg.DescriptorError, "descriptor.max")
     yield ErrorInput(s({"dataType": DT.int32, "minInteger": 5, "maxInteger": 4}),
                      mg.DescriptorError, "descriptor.maxInteger")
     yield ErrorInput(s({"dataType": DT.int32, "maxInteger": 2**31}), mg.DescriptorError,

@@ -131,10 +131,18 @@ def unit24(xp: Any, w: Any) -> Any:
     return xp.f64(w >> 8) * (2.0 ** -24)
 
 
-def below(value: float, dtype: np.dtype) -> float:
-    """The largest value of `dtype` below `value` (itself of dtype)."""
-    v = np.asarray(value, dtype)
-    return float(np.nextafter(v, np.asarray(-np.inf, dtype)))
+def type_bounds(lo: float, hi: float, dtype: np.dtype) -> tuple[float, float]:
+    """(the smallest value of `dtype` >= lo, the largest value of `dtype` < hi): the values of
+    the type in [lo, hi). Python floats, exact in the type (so that a comparison or clamp
+    with them is exact on every backend)."""
+    # (compared as Python floats: NumPy would compare a float16 with lo rounded to float16)
+    a = np.asarray(lo, np.float64).astype(dtype)
+    if float(a) < lo:
+        a = np.nextafter(a, np.asarray(np.inf, dtype))
+    b = np.asarray(hi, np.float64).astype(dtype)
+    if float(b) >= hi:
+        b = np.nextafter(b, np.asarray(-np.inf, dtype))
+    return float(a), float(b)
 
 
 # ---------------------------------------------------------------------------- sampling
@@ -218,12 +226,10 @@ def _truncated_inv_cdf(xp: Any, w: Any, lo_z: float, hi_z: float) -> Any:
 
 
 def _into(xp: Any, v: Any, a: Any, npdt: np.dtype) -> Any:
-    """float64 values of [lo, hi] as a.dataType, inside [lo, hi): a value that rounds up to
-    hi becomes the largest value of the type below hi."""
-    out = xp.cast(v, a.dataType)
-    top = below(a.hi, npdt)
-    return xp.where(out >= a.hi, xp.cast_scalar(top, a.dataType, out),
-                    xp.where(out < a.lo, xp.cast_scalar(a.lo, a.dataType, out), out))
+    """float64 values of [lo, hi] as a.dataType, inside [lo, hi): clamped to the type's values
+    in [lo, hi) (a value that rounds up to hi becomes the largest value below hi)."""
+    bot, top = type_bounds(a.lo, a.hi, npdt)
+    return xp.minimum(xp.maximum(xp.cast(v, a.dataType), bot), top)
 
 
 # ---------------------------------------------------------------------------- states

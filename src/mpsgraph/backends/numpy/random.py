@@ -9,7 +9,6 @@ import secrets
 
 import numpy as np
 
-from ...types import DataType
 from .. import _random_math as rm
 from . import kernel
 
@@ -22,8 +21,14 @@ class _XP:
     log = staticmethod(np.log)
     cos = staticmethod(np.cos)
     sin = staticmethod(np.sin)
-    minimum = staticmethod(np.minimum)
-    maximum = staticmethod(np.maximum)
+
+    @staticmethod
+    def minimum(a, b):
+        return np.minimum(a, np.asarray(b, a.dtype) if isinstance(b, float) else b)
+
+    @staticmethod
+    def maximum(a, b):
+        return np.maximum(a, np.asarray(b, a.dtype) if isinstance(b, float) else b)
 
     @staticmethod
     def arange(n: int) -> np.ndarray:
@@ -56,10 +61,6 @@ class _XP:
         if npdt == np.float16 and a.dtype == np.float64:
             a = a.astype(np.float32)  # float64 -> float32 -> float16, as torch converts
         return a.astype(npdt)
-
-    @staticmethod
-    def cast_scalar(v: float, dt: DataType, like) -> np.ndarray:
-        return np.asarray(v, dt.numpy_dtype)
 
     @staticmethod
     def none(mask) -> bool:

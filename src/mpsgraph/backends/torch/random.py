@@ -11,7 +11,6 @@ import math
 import numpy as np
 import torch
 
-from ...types import DataType
 from .. import _random_math as rm
 from . import TORCH_DTYPES, kernel
 
@@ -65,12 +64,6 @@ class _XP:
         if td == torch.float16 and a.dtype == torch.float64:
             a = a.to(torch.float32)  # float64 -> float32 -> float16 on every device
         return a.to(td)
-
-    @staticmethod
-    def cast_scalar(v: float, dt: DataType, like) -> torch.Tensor:
-        # a fill on the device (no host-to-device copy: capturable in a CUDA graph); v is a
-        # value of dt, so the fill is exact
-        return torch.full((), v, dtype=TORCH_DTYPES[dt], device=like.device)
 
     @staticmethod
     def none(mask) -> bool:
