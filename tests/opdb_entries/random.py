@@ -333,7 +333,14 @@ def _run_unseeded(device, s, inputs):
         ok &= (a >= d["minInteger"]) & (a <= d["maxInteger"])
     elif int(d["distribution"]) != 1:
         ok &= (a >= np.float32(d["min"])) & (a < np.float32(d["max"]))
-    values = (d["maxInteger"] - d["minInteger"] + 1 if a.dtype.kind == "i" else 2**10)
+    if a.dtype.kind == "i":
+        values = d["maxInteger"] - d["minInteger"] + 1
+    elif int(d["distribution"]) == 1:
+        values = 2**10
+    else:  # about the number of values of the type in [min, max)
+        lo, hi = float(np.float32(d["min"])), float(np.float32(d["max"]))
+        ulp = float(np.spacing(np.asarray(max(abs(lo), abs(hi)), a.dtype)))
+        values = min(2**10, max(1, int((hi - lo) / ulp)))
     # two runs agree by chance with probability values^-n: compared only where that is tiny
     differ = np.array(a.size * math.log2(max(values, 1)) < 40 or not np.array_equal(a, b))
     return [ok, differ]
