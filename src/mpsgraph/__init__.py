@@ -15,6 +15,7 @@ from .descriptors import (
     Pooling2DOpDescriptor,
     Pooling4DOpDescriptor,
     PoolingReturnIndicesMode,
+    RandomOpDescriptor,
     SingleGateRNNDescriptor,
     UnknownPropertyError,
 )
@@ -36,6 +37,8 @@ from .types import (
     LossReductionType,
     PaddingMode,
     PaddingStyle,
+    RandomDistribution,
+    RandomNormalSamplingMethod,
     RNNActivation,
     ScatterMode,
     ShapedType,
@@ -65,5 +68,6 @@ __all__ = [
     "Convolution3DOpDescriptor", "DepthwiseConvolution2DOpDescriptor",
     "DepthwiseConvolution3DOpDescriptor", "Pooling4DOpDescriptor", "ImToColOpDescriptor",
     "PoolingReturnIndicesMode",
+    "RandomOpDescriptor", "RandomDistribution", "RandomNormalSamplingMethod",
     "draw", "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]

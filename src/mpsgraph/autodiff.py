@@ -59,6 +59,9 @@ class AutodiffOps:
                 raise op_error(DataTypeError, kind, arg, "a floating-point tensor", t.dataType,
                                name)
         targets = set(wrt)
+        # the requested tensors, for rules that fuse a chain only when no tensor inside it
+        # is requested (normalize's batch-statistics rule, ops/normalization.py)
+        self._grad_targets = targets
         # ops reachable forward from the requested tensors ...
         from_wrt: set[int] = set()
         reach = {id(t) for t in targets}

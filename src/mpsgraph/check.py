@@ -662,6 +662,14 @@ def _ops_table():
         ("linalg", "inverse", lambda g, a: g.inverse(g.addition(a, g.constant(
             3 * np.eye(3, dtype=np.float32)))), lambda a: np.linalg.inv(a + 3 * np.eye(3)),
          [(2, 3, 3)], "any"),
+        ("normalization", "variance", lambda g, a: g.variance(a, axes=[0, 2]),
+         lambda a: a.var(axis=(0, 2), keepdims=True), [(3, 2, 4)], "any"),
+        ("normalization", "normalize (batch statistics)",
+         lambda g, a, s: g.normalize(a, g.mean(a, [0, 2, 3]), g.variance(a, axes=[0, 2, 3]),
+                                     gamma=s, epsilon=1e-3),
+         lambda a, s: (a - a.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
+             a.var(axis=(0, 2, 3), keepdims=True) + np.float64(np.float32(1e-3))) * s,
+         [(3, 2, 2, 3), (1, 2, 1, 1)], "any"),
     ] + _math_ops_table() + _conv_pool_extra_table(pool_ref)
 
 

@@ -21,11 +21,18 @@ from typing import Any
 import numpy as np
 
 from .errors import DescriptorError, op_error
-from .types import DataType, PaddingStyle, RNNActivation, TensorNamedDataLayout
+from .types import (
+    DataType,
+    PaddingStyle,
+    RandomDistribution,
+    RandomNormalSamplingMethod,
+    RNNActivation,
+    TensorNamedDataLayout,
+)
 
 __all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "GRUDescriptor",
            "SingleGateRNNDescriptor", "Pooling2DOpDescriptor", "Descriptor",
-           "UnknownPropertyError"]
+           "UnknownPropertyError", "RandomOpDescriptor"]
 
 
 class UnknownPropertyError(DescriptorError, AttributeError):
@@ -703,3 +710,124 @@ class ImToColOpDescriptor(_ExplicitPadding):
 __all__ += ["PoolingReturnIndicesMode", "Convolution3DOpDescriptor",
             "DepthwiseConvolution2DOpDescriptor", "DepthwiseConvolution3DOpDescriptor",
             "Pooling4DOpDescriptor", "ImToColOpDescriptor"]
+
+
+_INT32_MAX = 2**31 - 1
+# Apple's documented defaults, which depend on the distribution the descriptor is made with
+_RANDOM_DEFAULTS = {
+    RandomDistribution.uniform: dict(min=0.0, max=1.0, minInteger=0, maxInteger=_INT32_MAX,
+                                     mean=0.0, standardDeviation=0.0),
+    RandomDistribution.normal: dict(min=-2.0, max=2.0, minInteger=0, maxInteger=0, mean=0.0,
+                                    standardDeviation=1.0),
+}
+_RANDOM_DEFAULTS[RandomDistribution.truncatedNormal] = _RANDOM_DEFAULTS[RandomDistribution.normal]
+_RANDOM_TYPES = {RandomDistribution.uniform: (DataType.float32, DataType.float16, DataType.int32),
+                 RandomDistribution.normal: (DataType.float32, DataType.float16),
+                 RandomDistribution.truncatedNormal: (DataType.float32, DataType.float16)}
+
+
+@dataclass
+class RandomOpDescriptor(Descriptor):
+    """`MPSGraphRandomOpDescriptor`: the distribution of a random op and its parameters.
+
+    `RandomOpDescriptor(distribution=..., dataType=...)` (Swift `init(distribution:dataType:)`,
+    Objective-C `+descriptorWithDistribution:dataType:`, also the classmethod
+    `RandomOpDescriptor.descriptorWithDistribution(distribution, dataType)`); with no
+    arguments (`new` / `init()`): uniform float32. The properties a constructor is not given
+    take Apple's defaults FOR THE DISTRIBUTION IT IS MADE WITH (changing `distribution` later
+    keeps them, as in Apple's class):
+
+    - uniform: min 0, max 1, minInteger 0, maxInteger INT32_MAX, mean 0, standardDeviation 0;
+    - normal / truncatedNormal: min -2, max 2, minInteger 0, maxInteger 0, mean 0,
+      standardDeviation 1;
+    - samplingMethod invCDF.
+
+    Used: uniform float types sample [min, max), uniform int32 [minInteger, maxInteger] (both
+    ends included); normal uses mean and standardDeviation; truncatedNormal the normal of mean
+    and standardDeviation restricted to [min, max). dataType: float32, float16 or int32 for
+    uniform, float32 or float16 for the normal distributions (Apple's list). The float
+    properties are float32 (Apple's `float`): they are rounded to float32 when an op copies
+    the descriptor.
+    """
+
+    distribution: RandomDistribution = RandomDistribution.uniform
+    dataType: DataType = DataType.float32
+    min: float | None = None
+    max: float | None = None
+    minInteger: int | None = None
+    maxInteger: int | None = None
+    mean: float | None = None
+    standardDeviation: float | None = None
+    samplingMethod: RandomNormalSamplingMethod = RandomNormalSamplingMethod.invCDF
+
+    def __post_init__(self) -> None:
+        try:
+            dist = RandomDistribution(self.distribution)
+        except (ValueError, TypeError):
+            dist = RandomDistribution.uniform  # reported by validated_copy
+        for k, v in _RANDOM_DEFAULTS[dist].items():
+            if getattr(self, k) is None:
+                setattr(self, k, v)
+
+    @classmethod
+    def descriptorWithDistribution(cls, distribution: RandomDistribution,
+                                   dataType: DataType) -> RandomOpDescriptor:
+        """Apple's class factory `descriptorWithDistribution:dataType:`."""
+        return cls(distribution=distribution, dataType=dataType)
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> RandomOpDescriptor:
+        """A private, checked copy for an op (DescriptorError naming op and property): the
+        enums as members, floats rounded to float32 and finite, integers as ints, the dataType
+        one the distribution allows, and a non-empty range for the distribution in use
+        (min < max; minInteger <= maxInteger within int32; standardDeviation >= 0, > 0 for
+        truncatedNormal)."""
+        if not isinstance(self, RandomOpDescriptor):
+            raise op_error(DescriptorError, op, argument, "a RandomOpDescriptor",
+                           type(self).__name__, name)
+        d = dataclasses.replace(self)
+        d.distribution = _check_enum(op, name, "distribution", d.distribution,
+                                     RandomDistribution, tuple(RandomDistribution),
+                                     "a RandomDistribution (uniform, normal, truncatedNormal)",
+                                     argument)
+        d.samplingMethod = _check_enum(op, name, "samplingMethod", d.samplingMethod,
+                                       RandomNormalSamplingMethod,
+                                       tuple(RandomNormalSamplingMethod),
+                                       "a RandomNormalSamplingMethod (invCDF, boxMuller)",
+                                       argument)
+        allowed = _RANDOM_TYPES[d.distribution]
+        names = " or ".join(t.name for t in allowed)
+        d.dataType = _check_enum(op, name, "dataType", d.dataType, DataType, allowed,
+                                 f"{names} (the types of {d.distribution.name} samples)",
+                                 argument)
+        for prop in ("min", "max", "mean", "standardDeviation"):
+            v = getattr(d, prop)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+            f = float(np.float32(v)) if ok else float("nan")
+            if not np.isfinite(f):
+                raise op_error(DescriptorError, op, f"{argument}.{prop}", "a finite float "
+                               "(float32)", repr(v) if isinstance(v, str) else v, name)
+            setattr(d, prop, f)
+        for prop in ("minInteger", "maxInteger"):
+            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), -2**63, argument))
+        dist = d.distribution
+        if dist == RandomDistribution.uniform and d.dataType == DataType.int32:
+            lo, hi = d.minInteger, d.maxInteger
+            if not -2**31 <= lo <= hi <= _INT32_MAX:
+                raise op_error(DescriptorError, op, f"{argument}.maxInteger", "minInteger <= "
+                               "maxInteger, both in int32's range (the range [minInteger, "
+                               "maxInteger] of int32 samples)", f"[{lo}, {hi}]", name)
+        elif dist != RandomDistribution.normal:
+            npdt = d.dataType.numpy_dtype
+            lo = np.asarray(d.min).astype(npdt)  # the type's smallest value >= min
+            lo = lo if float(lo) >= d.min else np.nextafter(lo, np.asarray(np.inf, npdt))
+            if not d.min < d.max or not float(lo) < d.max:
+                raise op_error(DescriptorError, op, f"{argument}.max", "max > min, with a "
+                               f"{d.dataType.name} value in [min, max) (the range of "
+                               f"{dist.name} samples)", f"min {d.min}, max {d.max}", name)
+        if dist != RandomDistribution.uniform:
+            sd = d.standardDeviation
+            if sd < 0 or (dist == RandomDistribution.truncatedNormal and sd == 0):
+                raise op_error(DescriptorError, op, f"{argument}.standardDeviation",
+                               "a standardDeviation >= 0 (> 0 for truncatedNormal)", sd, name)
+        return d

@@ -20,9 +20,11 @@ from .ops.gather import GatherOps
 from .ops.linalg import LinalgOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
+from .ops.normalization import NormalizationOps
 from .ops.optimizer import OptimizerOps
 from .ops.pool_extra import PoolExtraOps
 from .ops.pooling import PoolingOps
+from .ops.random import RandomOps
 from .ops.reduction import ReductionOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
@@ -212,7 +214,8 @@ def _short_repr(value: Any) -> str:
 
 class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
             ReductionOps, ShapeOps, LossOps, PoolingOps, PoolExtraOps, OptimizerOps,
-            CumulativeOps, GatherOps, SortOps, LinalgOps, AutodiffOps):
+            CumulativeOps, GatherOps, SortOps, LinalgOps, NormalizationOps, RandomOps,
+            AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
@@ -287,6 +290,36 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
         self._variable_storage[t.operation] = {}
         return t
 
+    def variableFromTensor(self, tensor: Tensor, name: str | None = None) -> Tensor:
+        """Swift `variableFromTensor(_:name:)` (macOS 15): a variable (for `read` / `assign`)
+        whose initial value is `tensor`'s value in the first run that needs it, on each
+        device (SPEC 1.6). `tensor` must have a static shape; it is evaluated in every run
+        that needs the variable (its placeholders must be fed), its value used only once."""
+        t = self._add("variableFromTensor", [("tensor", tensor)], None, name)[0]
+        self._variable_storage[t.operation] = {}
+        return t
+
+    def complexConstant(self, realPart: float, imaginaryPart: float, *,
+                        shape: Sequence[int] | None = None,
+                        dataType: DataType = DataType.complexFloat32,
+                        name: str | None = None) -> Tensor:
+        """Swift `complexConstant(realPart:imaginaryPart:[shape:]dataType:)`: the complex
+        scalar realPart + i imaginaryPart (Doubles) of `dataType` (complexFloat32; Apple's
+        default), of shape [] or filling `shape`."""
+        kind = "complexConstant"
+        for arg, v in (("realPart", realPart), ("imaginaryPart", imaginaryPart)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                     np.floating)):
+                raise op_error(DataTypeError, kind, arg, "a real number (a Double)",
+                               repr(v) if isinstance(v, str) else v, name)
+        dt = _feedable_type(kind, name, dataType)
+        if dt.numpy_dtype.kind != "c":
+            raise op_error(DataTypeError, kind, "dataType", "a complex DataType "
+                           "(complexFloat32)", dt, name)
+        value = np.asarray(complex(float(realPart), float(imaginaryPart)), dt.numpy_dtype)
+        arr = _array_from_value(kind, name, value, shape, dt)
+        return self._add("constant", [], arr, name)[0]
+
     def read(self, variable: Tensor, name: str | None = None) -> Tensor:
         """The variable's value (as of the start of the run)."""
         self._check_variable("read", name, variable)
@@ -310,8 +343,9 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
 
     def _check_variable(self, kind: str, name: str | None, variable: Any) -> None:
         self._check_tensor(kind, name, "variable", variable)
-        if variable.operation.kind != "variable":
-            raise op_error(GraphError, kind, "variable", "a tensor made by variable(...)",
+        if variable.operation.kind not in ("variable", "variableFromTensor"):
+            raise op_error(GraphError, kind, "variable", "a tensor made by variable(...) or "
+                           "variableFromTensor(...)",
                            f"a tensor made by {variable.operation.kind}", name)
 
     # ------------------------------------------------------------------ running
@@ -428,12 +462,25 @@ def _infer_assign(ctx: InferContext):
     return [], None
 
 
+def _infer_variable_from_tensor(ctx: InferContext):
+    t = ctx.type_of("tensor")
+    if t.shape is None or any(d < 0 for d in t.shape):
+        raise ctx.error(ShapeError, "tensor", "a tensor of static shape (a variable's shape "
+                        "is static)", t.shape)
+    try:
+        t.dataType.numpy_dtype  # noqa: B018 - raises TypeError for types without data
+    except TypeError:
+        raise ctx.error(DataTypeError, "tensor", "a dataType with data", t.dataType) from None
+    return [t], None
+
+
 def _register_source_ops() -> None:
     from .ops._registry import register_op
 
     register_op("placeholder", _infer_placeholder)
     register_op("constant", _infer_constant)
     register_op("variable", _infer_constant)
+    register_op("variableFromTensor", _infer_variable_from_tensor, grad=lambda g, op, dys: {})
     register_op("read", _infer_read, grad=lambda g, op, dys: {"variable": dys[0]})
     register_op("assign", _infer_assign)
 

@@ -19,6 +19,8 @@ __all__ = [
     "RNNActivation",
     "LossReductionType",
     "ScatterMode",
+    "RandomDistribution",
+    "RandomNormalSamplingMethod",
 ]
 
 
@@ -267,3 +269,28 @@ class ScatterMode(IntEnum):
 
     def __repr__(self) -> str:
         return f"ScatterMode.{self.name}"
+
+
+class RandomDistribution(IntEnum):
+    """`MPSGraphRandomDistribution` (MPSGraphRandomOps.h): uniform in [min, max) for float
+    types and [minInteger, maxInteger] for integer types; normal (mean, standardDeviation);
+    truncatedNormal (a normal truncated to [min, max))."""
+
+    uniform = 0
+    normal = 1
+    truncatedNormal = 2
+
+    def __repr__(self) -> str:
+        return f"RandomDistribution.{self.name}"
+
+
+class RandomNormalSamplingMethod(IntEnum):
+    """`MPSGraphRandomNormalSamplingMethod`: invCDF (the inverse of the normal CDF applied to
+    uniform values) or boxMuller (the Box-Muller transform; rejection sampling for the
+    truncated normal)."""
+
+    invCDF = 0
+    boxMuller = 1
+
+    def __repr__(self) -> str:
+        return f"RandomNormalSamplingMethod.{self.name}"

@@ -7,7 +7,7 @@ import mpsgraph as mg
 from mpsgraph.backends.numpy import KERNELS
 from mpsgraph.ops._registry import OPS
 
-SOURCE_OPS = {"placeholder", "constant", "variable", "assign"}
+SOURCE_OPS = {"placeholder", "constant", "variable", "variableFromTensor", "assign"}
 
 
 def test_every_op_has_a_numpy_kernel_and_back():

@@ -3,10 +3,10 @@ op: Swift name, accepted dataTypes, result dataType rule, NumPy helper, torch he
 rule, doc), from which this module generates the Graph methods and OpDefs and both backends
 their kernels: reductionSum, reductionProduct, reductionMaximum, reductionMinimum, their
 ...PropagateNaN variants, reductionArgMaximum / reductionArgMinimum (one `axis=`, int32
-result), reductionAnd / reductionOr, and the mean (Apple's `mean(of:axes:)`, which lives in
-MPSGraphNormalizationOps.h; also spelled `reductionMean` here). `grep -n "'reductionProduct'"
-src` finds its row. The decisions of issue 15 (empty slices, ties, NaN, wrapping) are in
-docs/semantics.md, "Reduction and cumulative decisions (issue 15)".
+result), reductionAnd / reductionOr, and the mean `reductionMean` (whose Swift spelling
+`mean(of:axes:)`, of MPSGraphNormalizationOps.h, is a method of ops/normalization.py).
+`grep -n "'reductionProduct'" src` finds its row. The decisions of issue 15 (empty slices,
+ties, NaN, wrapping) are in docs/semantics.md, "Reduction and cumulative decisions (issue 15)".
 
 Shapes: `tensor` [d0, ..., dn-1] reduced over `axes` -> the SAME RANK, with every reduced axis
 of size 1 (MPSGraph reductions keep the reduced dimensions). Evidence: PyTorch's MPS backend
@@ -279,11 +279,6 @@ class ReductionOps:
                       axes: Sequence[int] | None = None, name: str | None = None) -> Tensor:
         """Arithmetic mean over the axes (floating types); size-1 axes kept."""
         return self._reduce("reductionMean", tensor, axis, axes, name)
-
-    def mean(self, of: Tensor, axes: Sequence[int] | None, *, name: str | None = None
-             ) -> Tensor:
-        """Swift `mean(of:axes:name:)`: the same op as `reductionMean(of, axes=axes)`."""
-        return self._reduce("reductionMean", of, None, axes, name)
 
 
 for _row in ROWS:

@@ -439,7 +439,7 @@ class Executable:
             return
         on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
         in_place = getattr(self._backend, "assigns_in_place", False)
-        safe = (in_place or not (self._vars or self._assigns)) and not any(
+        safe = (in_place or not (self._vars or self._vft or self._assigns)) and not any(
             st.dynamic or st.host for st in self._steps)
         if want:
             if not on_cuda:
@@ -476,6 +476,8 @@ class Executable:
         be = self._backend
         self._consts: list[tuple[int, Any]] = []
         self._vars: list[tuple[int, Operation]] = []
+        # variableFromTensor: (slot, op), a step whose kernel initialises the storage once
+        self._vft: list[tuple[int, Operation]] = []
         self._out_types: dict[int, DataType] = {}
         steps: list[_Step] = []
         assigns: list[tuple[Operation, int]] = []
@@ -529,7 +531,11 @@ class Executable:
                 if id(op) in target_ids:
                     assigns.append((op, ins[1]))
                 continue
-            kernel = be.kernel(kind)
+            if kind == "variableFromTensor":
+                kernel = self._variable_from_tensor_kernel(op)
+                self._vft.append((outs[0], op))
+            else:
+                kernel = be.kernel(kind)
             host = opdef.host_reads is not None and bool(opdef.host_reads(op))
             steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic, host))
         # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
@@ -538,7 +544,8 @@ class Executable:
         self._assigns = assigns
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
-        self._state_slots = {sl for sl, _ in self._consts} | {sl for sl, _ in self._vars}
+        self._state_slots = ({sl for sl, _ in self._consts} | {sl for sl, _ in self._vars}
+                             | {sl for sl, _ in self._vft})
         self._feed_info = [(sl, st, t.name) for (sl, st), t in zip(self._feed_slots,
                                                                       self.feedTensors)]
         # free each slot after its last use (targets and assigned values are kept)
@@ -702,7 +709,8 @@ class Executable:
         # that writing into the result cannot change the graph's state
         outs = [be.copy(slots[s]) if s in self._state_slots else slots[s]
                 for s in self._target_slots]
-        storages = [self._variable_value(op) for _, op in self._vars]
+        storages = [self._variable_value(op) for _, op in self._vars] + [
+            self.graph._variable_storage[op][self.device.key] for _, op in self._vft]
         if self._consts or storages:
             # ... and so is a target that VIEWS one (a reshape or transpose of a constant is a
             # view on the torch backend: writing into it would change the constant for every
@@ -710,7 +718,7 @@ class Executable:
             outs = be.unalias(outs, [a for _, a in self._consts] + storages)
         if not commit:
             return outs
-        if self._vars:
+        if self._vars or self._vft:
             # the backend commits the assigns (the torch backend writes into the storage:
             # results that view it are copied first, and the assigned values are resolved
             # before any storage changes; SPEC 1.6: reads see the start-of-run values)
@@ -719,6 +727,20 @@ class Executable:
                 [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
                  for op, s in self._assigns], storages)
         return outs
+
+    def _variable_from_tensor_kernel(self, op: Operation) -> Any:
+        """The step of a variableFromTensor: on this device's first run its storage becomes a
+        private copy of the tensor's value (SPEC 1.6); afterwards the storage (the tensor is
+        still computed: its inputs must be fed whenever the variable is needed)."""
+        store = self.graph._variable_storage[op]
+        key = self.device.key
+        be = self._backend
+
+        def kernel(value: Any, attrs: Any) -> Any:
+            if key not in store:
+                store[key] = be.copy(value)
+            return store[key]
+        return kernel
 
     def _variable_value(self, op: Operation) -> Any:
         store = self.graph._variable_storage[op]

@@ -33,7 +33,8 @@ import ml_dtypes
 
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
-             "shape", "loss", "pooling", "optimizer", "cumulative", "gather", "sort", "linalg")
+             "shape", "loss", "pooling", "optimizer", "cumulative", "gather", "sort", "linalg",
+             "normalization", "random")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
@@ -190,10 +191,15 @@ class Backend:
             torch.cuda.synchronize(self.device)
 
     def kernel(self, kind: str) -> Callable[..., Any]:
+        """The kernel of an op kind; one marked `needs_device` (an op that may have no tensor
+        input to take the device from: the random family's) gets `device=` bound."""
         try:
-            return KERNELS[kind]
+            fn = KERNELS[kind]
         except KeyError:
             raise UnsupportedError(f"{kind}: no torch kernel") from None
+        if getattr(fn, "needs_device", False):
+            return functools.partial(fn, device=self.device)
+        return fn
 
     # ------------------------------------------------------------------ conversions
     def from_numpy(self, arr: np.ndarray) -> torch.Tensor:
