@@ -13,6 +13,7 @@ from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, Sh
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.control_flow import CallOps, ControlFlowOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
 from .ops.loss import LossOps
@@ -206,7 +207,8 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, AutodiffOps):
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ControlFlowOps, CallOps,
+            AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
@@ -238,6 +240,9 @@ class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, Red
         opt = set(optional)
         names = tuple(n for n, _ in inputs)
         tensors = tuple(self._check_tensor(kind, name, n, t, n in opt) for n, t in inputs)
+        subst = getattr(self, "_cf_subst", None)
+        if subst:  # inside a controlDependency block: assigned variables read their new value
+            tensors = tuple(subst.get(t, t) if t is not None else None for t in tensors)
         opdef = OPS[kind]
         values = [_known_value(t) if (t is not None and n in opdef.value_inputs) else None
                   for n, t in zip(names, tensors)]

@@ -282,6 +282,11 @@ SCHEDULE: dict[str, str] = {}
 # collective kinds: every rank must take the same path, so an executable holding one never
 # times CUDA-graph replay against op by op (only `cuda_graph=True` captures it)
 COLLECTIVES: set[str] = set()
+# kinds whose kernel is built per executable (ops/control_flow.py: if_, while_, for_,
+# controlDependency, call): BOUND_KERNELS[kind](executable, op, in_types) -> (kernel,
+# host_sync); host_sync=True (a predicate or trip count read on the host) keeps the plan out
+# of CUDA-graph capture
+BOUND_KERNELS: dict[str, Any] = {}
 
 
 def schedule(order: list[Operation]) -> list[Operation]:
@@ -426,7 +431,7 @@ class Executable:
         on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
         in_place = getattr(self._backend, "assigns_in_place", False)
         safe = (in_place or not (self._vars or self._assigns)) and not any(
-            st.dynamic for st in self._steps)
+            st.dynamic for st in self._steps) and not self._host_sync
         if want:
             if not on_cuda:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
@@ -463,6 +468,7 @@ class Executable:
         steps: list[_Step] = []
         assigns: list[tuple[Operation, int]] = []
         target_ids = {id(o) for o in self._target_ops}
+        self._host_sync = False
 
         def new_slot(t: Tensor) -> int:
             slot_of[t] = len(slot_of)
@@ -512,11 +518,18 @@ class Executable:
                 if id(op) in target_ids:
                     assigns.append((op, ins[1]))
                 continue
-            kernel = be.kernel(kind)
+            if kind in BOUND_KERNELS:  # control flow (ops/control_flow.py)
+                kernel, sync = BOUND_KERNELS[kind](self, op, in_types)
+                self._host_sync = self._host_sync or sync
+                for a in getattr(op.attrs, "assigns", ()):  # controlDependency runs them
+                    if all(a is not b for b, _ in assigns):
+                        assigns.append((a, slot_of[a.inputs[1]]))
+            else:
+                kernel = be.kernel(kind)
             steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic))
         # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
         rank = {id(o): i for i, o in enumerate(self._target_ops)}
-        assigns.sort(key=lambda a: rank[id(a[0])])
+        assigns.sort(key=lambda a: rank.get(id(a[0]), len(rank)))  # then controlDependency's
         self._assigns = assigns
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
