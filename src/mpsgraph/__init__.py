@@ -22,6 +22,17 @@ from .errors import (
 from .graph import Graph, Operation, Tensor
 from .runtime.device import Device
 from .runtime.executable import Executable
+from .runtime.execution_descriptors import (
+    CompilationDescriptor,
+    DeploymentPlatform,
+    ExecutableExecutionDescriptor,
+    ExecutableSerializationDescriptor,
+    ExecutionDescriptor,
+    ExecutionStage,
+    Optimization,
+    OptimizationProfile,
+    ReducedPrecisionFastMath,
+)
 from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
@@ -50,5 +61,8 @@ __all__ = [
     "LossReductionType", "Convolution2DOpDescriptor", "LSTMDescriptor", "Pooling2DOpDescriptor",
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
+    "CompilationDescriptor", "ExecutionDescriptor", "ExecutableExecutionDescriptor",
+    "ExecutableSerializationDescriptor", "Optimization", "OptimizationProfile",
+    "ReducedPrecisionFastMath", "DeploymentPlatform", "ExecutionStage",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]

@@ -325,11 +325,19 @@ class Executable:
     """`MPSGraphExecutable`. `feedTensors` (the order `run` takes its inputs in: the insertion
     order of `feeds` given to `compile`) and `targetTensors` (the order of the results)."""
 
-    def __init__(self, graph: Graph, feeds: Mapping[Tensor, ShapedType],
-                 targetTensors: Sequence[Tensor], targetOperations: Sequence[Operation] | None,
+    def __init__(self, graph: Graph | None = None,
+                 feeds: Mapping[Tensor, ShapedType] | None = None,
+                 targetTensors: Sequence[Tensor] = (),
+                 targetOperations: Sequence[Operation] | None = None,
                  device: Device | str | None = None, *, _prune_feeds: bool = False,
-                 **options: Any):
+                 mpsgraphPackageAt: Any = None, **options: Any):
         from ..graph import Operation, Tensor
+
+        if mpsgraphPackageAt is not None or graph is None:
+            # Swift init(mpsgraphPackageAt:compilationDescriptor:) (runtime/package.py)
+            from .package import read_package
+
+            graph, feeds, targetTensors, targetOperations = read_package(mpsgraphPackageAt)
 
         self.graph = graph
         self.device = resolve_device(device)
@@ -412,14 +420,20 @@ class Executable:
           off. Fused results may differ from op-by-op ones within float rounding (a * b + c
           may become one fused multiply-add).
         """
-        unknown = set(options) - {"allow_tf32", "cuda_graph", "fuse_elementwise"}
+        unknown = set(options) - {"allow_tf32", "cuda_graph", "fuse_elementwise",
+                                  "compilationDescriptor"}
         if unknown:
-            raise op_error(GraphError, "compile", "options", "allow_tf32=, cuda_graph= or "
-                           "fuse_elementwise=",
+            raise op_error(GraphError, "compile", "options", "allow_tf32=, cuda_graph=, "
+                           "fuse_elementwise= or compilationDescriptor=",
                            sorted(unknown))
         self._replay = None
         self._context = None
         tf32 = bool(options.get("allow_tf32", False))
+        # CompilationDescriptor (runtime/execution_descriptors.py): FP19 operands = TF32 on
+        # CUDA, ignored elsewhere; its Metal-only properties are ignored
+        cd = options.get("compilationDescriptor")
+        if cd is not None and cd.allows_tf32 and self.device.type == "cuda":
+            tf32 = True
         if tf32:
             if not hasattr(self._backend, "precision_context"):
                 raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
@@ -624,10 +638,23 @@ class Executable:
         return step
 
     # ------------------------------------------------------------------ running
-    def run(self, inputs: Sequence[Any] = ()) -> list[TensorData]:
+    def run(self, inputs: Sequence[Any] = (), executionDescriptor: Any = None
+            ) -> list[TensorData]:
         """Run on one value per `feedTensors` entry (NumPy arrays, TensorData or DLPack
         arrays, each with exactly the compiled shape and dataType); returns a list of
-        TensorData in `targetTensors` order."""
+        TensorData in `targetTensors` order. `executionDescriptor`: an
+        ExecutableExecutionDescriptor, whose scheduledHandler and completionHandler are called
+        with (results, None) once the run has finished (runtime/execution_descriptors.py)."""
+        if executionDescriptor is not None:
+            from .execution_descriptors import ExecutableExecutionDescriptor, check_descriptor
+
+            ed = check_descriptor("Executable.run", "executionDescriptor", executionDescriptor,
+                                  ExecutableExecutionDescriptor)
+            outs = self.run(inputs)
+            for h in (ed.scheduledHandler, ed.completionHandler):
+                if h is not None:
+                    h(outs, None)
+            return outs
         if inputs is None:
             inputs = ()
         if type(inputs) not in (list, tuple) and (
@@ -653,6 +680,15 @@ class Executable:
             arrays = self._execute(feeds)
         dev = self.device
         return [TensorData._wrap(a, dt, dev) for a, dt in zip(arrays, self._target_dtypes)]
+
+    # ------------------------------------------------------------------ packages
+    def serialize(self, package: Any, descriptor: Any = None) -> None:
+        """Swift `serialize(package:descriptor:)`: write this executable to the directory
+        `package` (an mpsgraph package: versioned JSON plus .npy arrays, no pickle; see
+        runtime/package.py). `Executable(mpsgraphPackageAt=package)` loads it."""
+        from .package import write_package
+
+        write_package(self, package, descriptor)
 
     def captured_graph(self, inputs: Sequence[Any]) -> Any:
         """The torch.cuda.CUDAGraph that runs this executable on `inputs` (device tensors in
