@@ -101,6 +101,26 @@ def _is_scalar(st: ShapedType) -> bool:
     return st.shape is not None and all(s == 1 for s in st.shape)
 
 
+def _region_placeholder(g: Graph, st: ShapedType, name: str) -> Tensor:
+    """A placeholder standing for a block argument or a captured tensor (fed by the op)."""
+    t = g._add("placeholder", [], st, name)[0]
+    if not hasattr(g, "_cf_placeholders"):
+        g._cf_placeholders = set()
+    g._cf_placeholders.add(id(t.operation))
+    return t
+
+
+def _nested_ops(r: Region) -> set[int]:
+    """Ids of the ops of `r` that belong to the regions of its own control-flow ops."""
+    out: set[int] = set()
+    for op in r.ops:
+        if isinstance(op.attrs, ControlFlowAttrs):
+            for sub in op.attrs.regions:
+                out.update(id(o) for o in sub.ops)
+                out.update(id(t.operation) for t in list(sub.args) + list(sub.captures))
+    return out
+
+
 class _Recorder:
     """Records the ops a block builds on `graph` and turns them into a Region."""
 
@@ -108,8 +128,9 @@ class _Recorder:
                  arg_types: Sequence[ShapedType]):
         self.g, self.kind, self.name, self.block = graph, kind, name, block
         label = name or f"{kind}_{len(graph._ops)}"
-        self.args = [graph._add("placeholder", [], ShapedType(st.shape, st.dataType),
-                                f"{label}/{block}/arg{i}")[0] for i, st in enumerate(arg_types)]
+        self.args = [_region_placeholder(graph, ShapedType(st.shape, st.dataType),
+                                         f"{label}/{block}/arg{i}")
+                     for i, st in enumerate(arg_types)]
         self.start = len(graph._ops)
 
     def results(self, value: Any, what: str) -> list[Tensor]:
@@ -123,8 +144,9 @@ class _Recorder:
         g = self.g
         ops = g._ops[self.start:]
         inside = {id(op) for op in ops} | {id(t.operation) for t in self.args}
+        mine = getattr(g, "_cf_placeholders", set())
         for op in ops:
-            if op.kind in ("placeholder", "variable", "assign"):
+            if op.kind in ("placeholder", "variable", "assign") and id(op) not in mine:
                 raise op_error(UnsupportedError, self.kind, self.block, "a block that builds "
                                "no placeholder, variable or assign (build them outside and use "
                                "them inside)", f"one that builds {op.kind} "
@@ -141,8 +163,8 @@ class _Recorder:
                 return t
             ph = captures.get(id(t))
             if ph is None:
-                ph = g._add("placeholder", [], t.shapedType,
-                            f"{label}/{self.block}/capture{len(outer)}")[0]
+                ph = _region_placeholder(g, t.shapedType,
+                                         f"{label}/{self.block}/capture{len(outer)}")
                 captures[id(t)] = ph
                 outer.append(t)
             return ph
@@ -444,7 +466,10 @@ def _zeros(g: Graph, t: Tensor) -> Tensor:
 def _clone(g: Graph, r: Region, mapping: dict[Tensor, Tensor]) -> list[Tensor]:
     """Rebuild the region's ops on `g` with its placeholders mapped to outer tensors."""
     m = dict(mapping)
+    nested = _nested_ops(r)  # the nested ops' regions are shared, not rebuilt
     for op in r.ops:
+        if id(op) in nested:
+            continue
         names = op.input_names
         outs = g._add(op.kind, [(n, None if t is None else m.get(t, t))
                                 for n, t in zip(names, op.inputs)], op.attrs, op.name,
