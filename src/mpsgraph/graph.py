@@ -240,6 +240,13 @@ class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, Red
         opt = set(optional)
         names = tuple(n for n, _ in inputs)
         tensors = tuple(self._check_tensor(kind, name, n, t, n in opt) for n, t in inputs)
+        inner = getattr(self, "_cf_inner", None)  # ops recorded in a block (ops/control_flow.py)
+        if inner and any(t is not None and t.operation.id in inner for t in tensors):
+            n, t = next((n, t) for n, t in zip(names, tensors)
+                        if t is not None and t.operation.id in inner)
+            raise op_error(GraphError, kind, n, "a tensor built outside any block, or the "
+                           "results of the control-flow op", f"{t.name}, built inside a block",
+                           name)
         subst = getattr(self, "_cf_subst", None)
         if subst:  # inside a controlDependency block: assigned variables read their new value
             tensors = tuple(subst.get(t, t) if t is not None else None for t in tensors)

@@ -420,3 +420,14 @@ def test_call_runs_an_executable_from_a_graph(device):
         g.call("", inputTensors=[x], outputTypes=[])
     with pytest.raises(mg.UnsupportedError, match="call"):
         g.gradientForPrimaryTensor(g.reductionSum(y), [x])
+
+
+def test_a_tensor_built_inside_a_block_is_refused_outside():
+    g = mg.Graph()
+    x = g.placeholder([2], F32)
+    p = g.placeholder([], mg.bool)
+    kept = []
+    r, = g.if_(p, then=lambda: kept.append(g.sin(x)) or [kept[0]], elseBlock=lambda: [x])
+    with pytest.raises(mg.GraphError, match="inside a block"):
+        g.addition(kept[0], x)
+    g.addition(r, x)  # the op's results are fine

@@ -174,6 +174,10 @@ class _Recorder:
         res = [inner(t) for t in results]
         pred = inner(predicate) if predicate is not None else None
         caps = [captures[id(t)] for t in outer]
+        if not hasattr(g, "_cf_inner"):
+            g._cf_inner = set()
+        # from now on only the op reads these (Graph._add refuses them elsewhere)
+        g._cf_inner.update(op.id for op in list(ops) + [t.operation for t in self.args + caps])
         return Region(self.args, caps, outer, list(ops), res, pred, fn)
 
 

@@ -419,6 +419,9 @@ class Executable:
           elementwise steps, on any torch device (an error on the NumPy backend); `False`:
           off. Fused results may differ from op-by-op ones within float rounding (a * b + c
           may become one fused multiply-add).
+        - `compilationDescriptor`: a CompilationDescriptor (runtime/execution_descriptors.py;
+          `Graph.compile(..., compilationDescriptor=)`): its `callables` resolve `call` ops,
+          FP19 fast math means TF32 on CUDA, its Metal-only properties are ignored.
         """
         unknown = set(options) - {"allow_tf32", "cuda_graph", "fuse_elementwise",
                                   "compilationDescriptor"}
