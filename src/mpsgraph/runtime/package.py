@@ -106,7 +106,8 @@ class _Writer:
         if a.dtype.name in _ML:
             rec["mlDtype"] = a.dtype.name
             a = a.view(np.dtype(f"u{a.dtype.itemsize}"))
-        np.save(self.path / rec["$array"], np.ascontiguousarray(a), allow_pickle=False)
+        # np.array, not np.ascontiguousarray (which makes a 0-d array 1-d)
+        np.save(self.path / rec["$array"], np.array(a, order="C"), allow_pickle=False)
         self.n += 1
         return rec
 
