@@ -221,7 +221,7 @@ def _edit(pkg: Path, fn) -> None:
 
 @pytest.mark.parametrize("damage", [
     "no_manifest", "not_json", "foreign", "newer", "unknown_kind", "forward_ref", "bad_class",
-    "missing_array", "pickled_array", "bad_shape", "bad_dtype", "outputs"])
+    "main_module", "missing_array", "pickled_array", "bad_shape", "bad_dtype", "outputs"])
 def test_corrupt_or_foreign_packages_raise_graph_errors(tmp_path, damage):
     pkg = _saved(tmp_path)
     arr = next((pkg / "arrays").iterdir())
@@ -239,6 +239,9 @@ def test_corrupt_or_foreign_packages_raise_graph_errors(tmp_path, damage):
         _edit(pkg, lambda m: m["ops"][-1].update(inputs=[[5, 0], [0, 0]]))
     elif damage == "bad_class":
         _edit(pkg, lambda m: m["ops"][0].update(attrs={"$enum": "os:system", "value": 1}))
+    elif damage == "main_module":  # naming a module must not import (run) it
+        _edit(pkg, lambda m: m["ops"][0].update(attrs={"$enum": "mpsgraph.__main__:main",
+                                                        "value": 1}))
     elif damage == "missing_array":
         arr.unlink()
     elif damage == "pickled_array":

@@ -25,10 +25,10 @@ unreadable, of another format or of a newer version raises a GraphError naming t
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,8 @@ __all__ = ["write_package", "read_package", "FORMAT", "VERSION"]
 
 FORMAT = "mpsgraph-package"
 VERSION = 1
+_CLASS_MODULES = {"mpsgraph.types", "mpsgraph.descriptors",
+                  "mpsgraph.runtime.execution_descriptors"}
 _ML = {"bfloat16", "int4", "uint4", "int2", "uint2", "float8_e4m3fn", "float8_e5m2"}
 
 
@@ -238,12 +240,14 @@ class _Reader:
         if not isinstance(path, str) or ":" not in path:
             raise self.bad(f"class {path!r}")
         mod, qual = path.split(":", 1)
-        if not (mod == "mpsgraph" or mod.startswith("mpsgraph.")) or "." in qual:
-            raise self.bad(f"class {path!r} is not one of mpsgraph's")
-        try:
-            c = getattr(importlib.import_module(mod), qual)
-        except (ImportError, AttributeError):
-            raise self.bad(f"unknown class {path!r}") from None
+        # only modules that define attribute classes, and only once imported by mpsgraph
+        # itself: naming a module never imports (so never runs) anything
+        if not (mod in _CLASS_MODULES or mod.startswith("mpsgraph.ops.")) or "." in qual \
+                or mod not in sys.modules:
+            raise self.bad(f"class {path!r} is not one of mpsgraph's attribute classes")
+        c = getattr(sys.modules[mod], qual, None)
+        if c is None:
+            raise self.bad(f"unknown class {path!r}")
         ok = (isinstance(c, type) and issubclass(c, Enum)) if want == "enum" else (
             isinstance(c, type) and dataclasses.is_dataclass(c))
         if not ok:
