@@ -136,6 +136,19 @@ def test_nested_if_gradient(device):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_if_gradient_counts_an_outer_op_between_captures_once(device):
+    g = mg.Graph()
+    x = g.placeholder([2], F32)
+    p = g.placeholder([], mg.bool)
+    c = g.sin(x)  # both c and x are captured; d/dx goes through sin once
+    r, = g.if_(p, then=lambda: [g.addition(c, x)], elseBlock=lambda: [c])
+    d = g.gradientForPrimaryTensor(r, [x])[x]
+    xs = _f(0.5, 2)
+    for pv, want in ((True, 1 + np.cos(xs)), (False, np.cos(xs))):
+        got = g.run({x: xs, p: np.array(pv)}, [d], device=device)[d].numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_if_gradient_against_central_differences(rng):
     g = mg.Graph()
     x = g.placeholder([3], F32)

@@ -483,13 +483,15 @@ def _clone(g: Graph, r: Region, mapping: dict[Tensor, Tensor]) -> list[Tensor]:
     return [m.get(t, t) for t in r.results]
 
 
-def _local_gradients(g: Graph, seeds: list[tuple[Tensor, Tensor]],
+def _local_gradients(g: Graph, start: int, seeds: list[tuple[Tensor, Tensor]],
                      wrt: list[Tensor]) -> list[Tensor | None]:
-    """Reverse walk over the ops between `wrt` and the seeded tensors only (the outer graph
-    is not crossed: the if_ op's own rule gives the partial derivatives of its inputs)."""
+    """Reverse walk over the ops built from `start` on (the cloned branch) only: the outer
+    graph is never crossed (the if_ op's rule gives the PARTIAL derivatives of its inputs; the
+    outer autodiff carries them on, so an outer op between two captures is not counted
+    twice)."""
     reach = {id(t) for t in wrt}
     path = []
-    for op in g._ops[min((t.operation.id for t in wrt), default=len(g._ops)):]:
+    for op in g._ops[start:]:
         if any(id(t) in reach for t in op.inputTensors):
             path.append(op)
             reach.update(id(t) for t in op.outputTensors)
@@ -523,10 +525,11 @@ def _grad_if(g: Graph, op: Operation, dys: list[Tensor | None]) -> dict[str, Ten
 
     def branch(r: Region) -> Callable[[], list[Tensor]]:
         def block() -> list[Tensor]:
+            start = len(g._ops)
             res = _clone(g, r, dict(zip(r.captures, r.outer)))
             seeds = [(t, dy) for t, dy in zip(res, dys) if dy is not None
                      and t.dataType.is_floating]
-            got = _local_gradients(g, seeds, caps)
+            got = _local_gradients(g, start, seeds, caps)
             return [x if x is not None else _zeros(g, c) for x, c in zip(got, caps)]
         return block
 
