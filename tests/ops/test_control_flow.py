@@ -341,6 +341,25 @@ def test_control_dependency_orders_an_assign_before_a_read(device):
     np.testing.assert_array_equal(exe.run([_f(1, 1)])[0].numpy(), _f(13, 24))
 
 
+def test_control_dependency_block_returning_the_variable_and_control_flow(device):
+    g = mg.Graph()
+    v = g.variable(_f(1, 2), [2], F32)
+    x = g.placeholder([2], F32)
+    p = g.placeholder([], mg.bool)
+    asg = g.assign(v, x)
+
+    def block():
+        r, = g.if_(p, then=lambda: [v], elseBlock=lambda: [g.negative(v)])
+        f, = g.for_(g.constant(2, [], mg.int32), [v], lambda a: [g.addition(a[0], v)])
+        return [v, r, f]
+
+    same, r, f = g.controlDependency([asg], dependentBlock=block)
+    out = g.run({x: _f(5, 7), p: np.array(False)}, [same, r, f], device=device)
+    np.testing.assert_array_equal(out[same].numpy(), _f(5, 7))
+    np.testing.assert_array_equal(out[r].numpy(), _f(-5, -7))
+    np.testing.assert_array_equal(out[f].numpy(), _f(15, 21))
+
+
 def test_control_dependency_on_plain_operations_and_its_gradient(device):
     g = mg.Graph()
     x = g.placeholder([3], F32)

@@ -101,6 +101,13 @@ def _is_scalar(st: ShapedType) -> bool:
     return st.shape is not None and all(s == 1 for s in st.shape)
 
 
+def _substituted(g: Graph, ts: list[Tensor]) -> list[Tensor]:
+    """`ts` with each variable that an enclosing controlDependency assigns replaced by the
+    assigned value (what Graph._add does for op inputs)."""
+    subst = getattr(g, "_cf_subst", None)
+    return [subst.get(t, t) for t in ts] if subst else ts
+
+
 def _region_placeholder(g: Graph, st: ShapedType, name: str) -> Tensor:
     """A placeholder standing for a block argument or a captured tensor (fed by the op)."""
     t = g._add("placeholder", [], st, name)[0]
@@ -137,7 +144,7 @@ class _Recorder:
         out = _seq(self.kind, self.name, what, value)
         for i, t in enumerate(out):
             self.g._check_tensor(self.kind, self.name, f"{what}[{i}]", t)
-        return out
+        return _substituted(self.g, out)
 
     def finish(self, results: list[Tensor], predicate: Tensor | None = None,
                fn: Any = None) -> Region:
@@ -249,6 +256,9 @@ class ControlFlowOps:
             self._cf_subst = saved
         for i, t in enumerate(res):
             self._check_tensor(kind, name, f"dependentBlock[{i}]", t)
+        saved2, self._cf_subst = self._cf_subst, subst
+        res = _substituted(self, res)  # a variable returned as it is: its assigned value
+        self._cf_subst = saved2
         deps: list[Tensor] = []
         for o in ops:
             deps.extend(o.inputTensors if o.kind == "assign" else o.outputTensors)
@@ -306,12 +316,8 @@ class ControlFlowOps:
                 pos.append(len(lead) + outer.index(t))
             index.append(pos)
         inputs = lead + [(f"capture{i}", t) for i, t in enumerate(outer)]
-        saved, self._cf_subst = getattr(self, "_cf_subst", None), None
-        try:
-            return self._add(kind, inputs, ControlFlowAttrs(regions, index, len(lead), **extra),
-                             name)
-        finally:
-            self._cf_subst = saved
+        return self._add(kind, inputs, ControlFlowAttrs(regions, index, len(lead), **extra),
+                         name)
 
     # ------------------------------------------------------------ while_
     def while_(self, initialInputs: Sequence[Tensor], *,
@@ -337,6 +343,7 @@ class ControlFlowOps:
         results: list[Tensor] = []
         pred = before(list(rec.args), results)
         self._check_tensor(kind, name, "before (its predicate)", pred)
+        pred = _substituted(self, [pred])[0]
         if pred.shape is not None and not all(s in (1, -1) for s in pred.shape):
             raise op_error(ShapeError, kind, "before", "a scalar predicate tensor",
                            pred.shape, name)
