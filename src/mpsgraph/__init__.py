@@ -31,6 +31,17 @@ from .errors import (
 from .graph import Graph, Operation, Tensor
 from .runtime.device import Device
 from .runtime.executable import Executable
+from .runtime.execution_descriptors import (
+    CompilationDescriptor,
+    DeploymentPlatform,
+    ExecutableExecutionDescriptor,
+    ExecutableSerializationDescriptor,
+    ExecutionDescriptor,
+    ExecutionStage,
+    Optimization,
+    OptimizationProfile,
+    ReducedPrecisionFastMath,
+)
 from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
@@ -69,5 +80,8 @@ __all__ = [
     "DepthwiseConvolution3DOpDescriptor", "Pooling4DOpDescriptor", "ImToColOpDescriptor",
     "PoolingReturnIndicesMode",
     "RandomOpDescriptor", "RandomDistribution", "RandomNormalSamplingMethod",
+    "CompilationDescriptor", "ExecutionDescriptor", "ExecutableExecutionDescriptor",
+    "ExecutableSerializationDescriptor", "Optimization", "OptimizationProfile",
+    "ReducedPrecisionFastMath", "DeploymentPlatform", "ExecutionStage",
     "draw", "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
 ]

@@ -13,6 +13,7 @@ from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, Sh
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.control_flow import CallOps, ControlFlowOps
 from .ops.conv_extra import ConvExtraOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
@@ -215,6 +216,7 @@ def _short_repr(value: Any) -> str:
 class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
             ReductionOps, ShapeOps, LossOps, PoolingOps, PoolExtraOps, OptimizerOps,
             CumulativeOps, GatherOps, SortOps, LinalgOps, NormalizationOps, RandomOps,
+            ControlFlowOps, CallOps,
             AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
@@ -247,6 +249,16 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
         opt = set(optional)
         names = tuple(n for n, _ in inputs)
         tensors = tuple(self._check_tensor(kind, name, n, t, n in opt) for n, t in inputs)
+        inner = getattr(self, "_cf_inner", None)  # ops recorded in a block (ops/control_flow.py)
+        if inner and any(t is not None and t.operation.id in inner for t in tensors):
+            n, t = next((n, t) for n, t in zip(names, tensors)
+                        if t is not None and t.operation.id in inner)
+            raise op_error(GraphError, kind, n, "a tensor built outside any block, or the "
+                           "results of the control-flow op", f"{t.name}, built inside a block",
+                           name)
+        subst = getattr(self, "_cf_subst", None)
+        if subst:  # inside a controlDependency block: assigned variables read their new value
+            tensors = tuple(subst.get(t, t) if t is not None else None for t in tensors)
         opdef = OPS[kind]
         values = [_known_value(t) if (t is not None and n in opdef.value_inputs) else None
                   for n, t in zip(names, tensors)]
@@ -351,17 +363,29 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
     # ------------------------------------------------------------------ running
     def compile(self, feeds: Mapping[Tensor, ShapedType], targetTensors: Sequence[Tensor],
                 targetOperations: Sequence[Operation] | None = None,
-                device: Device | str | None = None, **options: Any) -> Executable:
+                device: Device | str | None = None, *, compilationDescriptor: Any = None,
+                **options: Any) -> Executable:
         """Check and plan once; returns an `Executable` whose `run(inputs)` takes the feeds in
-        the insertion order of `feeds` (its `feedTensors`)."""
+        the insertion order of `feeds` (its `feedTensors`). `compilationDescriptor`: a
+        `CompilationDescriptor` (its `callables` resolve `call` ops; its
+        compilationCompletionHandler is called with (executable, None) once compiled)."""
         from .runtime.executable import Executable
+        from .runtime.execution_descriptors import CompilationDescriptor, check_descriptor
 
-        return Executable(self, feeds, targetTensors, targetOperations, device, **options)
+        cd = check_descriptor("compile", "compilationDescriptor", compilationDescriptor,
+                              CompilationDescriptor)
+        if cd is not None:
+            options["compilationDescriptor"] = cd
+        exe = Executable(self, feeds, targetTensors, targetOperations, device, **options)
+        if cd is not None and cd.compilationCompletionHandler is not None:
+            cd.compilationCompletionHandler(exe, None)
+        return exe
 
     def run(self, feeds: Mapping[Tensor, Any] | None = None,
             targetTensors: Sequence[Tensor] = (),
             targetOperations: Sequence[Operation] | None = None,
-            device: Device | str | None = None) -> dict[Tensor, TensorData]:
+            device: Device | str | None = None, *, executionDescriptor: Any = None
+            ) -> dict[Tensor, TensorData]:
         """Run the subgraph the targets need; returns {target tensor: TensorData}.
 
         `targetTensors` may also be one Tensor (as for `compile`); a target listed twice
@@ -369,7 +393,23 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
         dataType (no implicit casts), or a Python list / scalar, converted to that dataType.
         Feeds that no target needs are ignored (they must still be placeholders of this
         graph). Compiled executables are cached per (targets, feed types, device), so
-        running the same graph again with new data costs no re-planning."""
+        running the same graph again with new data costs no re-planning.
+        `executionDescriptor`: an `ExecutionDescriptor` (its compilationDescriptor is used to
+        compile; scheduledHandler and completionHandler get (results, None) after the run)."""
+        if executionDescriptor is not None:
+            from .runtime.execution_descriptors import ExecutionDescriptor, check_descriptor
+
+            ed = check_descriptor("run", "executionDescriptor", executionDescriptor,
+                                  ExecutionDescriptor)
+            self._run_cd = ed.compilationDescriptor
+            try:
+                out = self.run(feeds, targetTensors, targetOperations, device)
+            finally:
+                self._run_cd = None
+            for h in (ed.scheduledHandler, ed.completionHandler):
+                if h is not None:
+                    h(out, None)
+            return out
         from .runtime.device import resolve_device
         from .runtime.executable import (
             Executable,
@@ -422,11 +462,14 @@ class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, 
         feeds = {t: python_feed(v, t.dataType, t.name) if is_python_data(v) else v
                  for t, v in feeds.items()}
         types = {t: feed_type(t, v) for t, v in feeds.items()}
+        cd = getattr(self, "_run_cd", None)  # an ExecutionDescriptor's compilationDescriptor
         key = (tkey, tuple(sorted((id(t), tuple(ty.shape), int(ty.dataType))
-                                  for t, ty in types.items())), dev.key)
+                                  for t, ty in types.items())), dev.key,
+               None if cd is None else id(cd))
         exe = self._executables.get(key)
         if exe is None:
-            exe = Executable(self, types, targets, tops, dev, _prune_feeds=True)
+            opts = {} if cd is None else {"compilationDescriptor": cd}
+            exe = Executable(self, types, targets, tops, dev, _prune_feeds=True, **opts)
             self._executables[key] = exe
         outs = exe.run([feeds[t] for t in exe.feedTensors])
         return dict(zip(exe.targetTensors, outs))

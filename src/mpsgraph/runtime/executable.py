@@ -291,6 +291,11 @@ SCHEDULE: dict[str, str] = {}
 # collective kinds: every rank must take the same path, so an executable holding one never
 # times CUDA-graph replay against op by op (only `cuda_graph=True` captures it)
 COLLECTIVES: set[str] = set()
+# kinds whose kernel is built per executable (ops/control_flow.py: if_, while_, for_,
+# controlDependency, call): BOUND_KERNELS[kind](executable, op, in_types) -> (kernel,
+# host_sync); host_sync=True (a predicate or trip count read on the host) keeps the plan out
+# of CUDA-graph capture
+BOUND_KERNELS: dict[str, Any] = {}
 
 
 def schedule(order: list[Operation]) -> list[Operation]:
@@ -330,11 +335,19 @@ class Executable:
     """`MPSGraphExecutable`. `feedTensors` (the order `run` takes its inputs in: the insertion
     order of `feeds` given to `compile`) and `targetTensors` (the order of the results)."""
 
-    def __init__(self, graph: Graph, feeds: Mapping[Tensor, ShapedType],
-                 targetTensors: Sequence[Tensor], targetOperations: Sequence[Operation] | None,
+    def __init__(self, graph: Graph | None = None,
+                 feeds: Mapping[Tensor, ShapedType] | None = None,
+                 targetTensors: Sequence[Tensor] = (),
+                 targetOperations: Sequence[Operation] | None = None,
                  device: Device | str | None = None, *, _prune_feeds: bool = False,
-                 **options: Any):
+                 mpsgraphPackageAt: Any = None, **options: Any):
         from ..graph import Operation, Tensor
+
+        if mpsgraphPackageAt is not None or graph is None:
+            # Swift init(mpsgraphPackageAt:compilationDescriptor:) (runtime/package.py)
+            from .package import read_package
+
+            graph, feeds, targetTensors, targetOperations = read_package(mpsgraphPackageAt)
 
         self.graph = graph
         self.device = resolve_device(device)
@@ -420,15 +433,24 @@ class Executable:
           elementwise steps, on any torch device (an error on the NumPy backend); `False`:
           off. Fused results may differ from op-by-op ones within float rounding (a * b + c
           may become one fused multiply-add).
+        - `compilationDescriptor`: a CompilationDescriptor (runtime/execution_descriptors.py;
+          `Graph.compile(..., compilationDescriptor=)`): its `callables` resolve `call` ops,
+          FP19 fast math means TF32 on CUDA, its Metal-only properties are ignored.
         """
-        unknown = set(options) - {"allow_tf32", "cuda_graph", "fuse_elementwise"}
+        unknown = set(options) - {"allow_tf32", "cuda_graph", "fuse_elementwise",
+                                  "compilationDescriptor"}
         if unknown:
-            raise op_error(GraphError, "compile", "options", "allow_tf32=, cuda_graph= or "
-                           "fuse_elementwise=",
+            raise op_error(GraphError, "compile", "options", "allow_tf32=, cuda_graph=, "
+                           "fuse_elementwise= or compilationDescriptor=",
                            sorted(unknown))
         self._replay = None
         self._context = None
         tf32 = bool(options.get("allow_tf32", False))
+        # CompilationDescriptor (runtime/execution_descriptors.py): FP19 operands = TF32 on
+        # CUDA, ignored elsewhere; its Metal-only properties are ignored
+        cd = options.get("compilationDescriptor")
+        if cd is not None and cd.allows_tf32 and self.device.type == "cuda":
+            tf32 = True
         if tf32:
             if not hasattr(self._backend, "precision_context"):
                 raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
@@ -440,7 +462,7 @@ class Executable:
         on_cuda = hasattr(self._backend, "graph_replayer") and self.device.type == "cuda"
         in_place = getattr(self._backend, "assigns_in_place", False)
         safe = (in_place or not (self._vars or self._vft or self._assigns)) and not any(
-            st.dynamic or st.host for st in self._steps)
+            st.dynamic or st.host for st in self._steps) and not self._host_sync
         if want:
             if not on_cuda:
                 raise op_error(UnsupportedError, "compile", "cuda_graph", "a CUDA device",
@@ -482,6 +504,7 @@ class Executable:
         steps: list[_Step] = []
         assigns: list[tuple[Operation, int]] = []
         target_ids = {id(o) for o in self._target_ops}
+        self._host_sync = False
 
         def new_slot(t: Tensor) -> int:
             slot_of[t] = len(slot_of)
@@ -531,7 +554,13 @@ class Executable:
                 if id(op) in target_ids:
                     assigns.append((op, ins[1]))
                 continue
-            if kind == "variableFromTensor":
+            if kind in BOUND_KERNELS:  # control flow (ops/control_flow.py)
+                kernel, sync = BOUND_KERNELS[kind](self, op, in_types)
+                self._host_sync = self._host_sync or sync
+                for a in getattr(op.attrs, "assigns", ()):  # controlDependency runs them
+                    if all(a is not b for b, _ in assigns):
+                        assigns.append((a, slot_of[a.inputs[1]]))
+            elif kind == "variableFromTensor":
                 kernel = self._variable_from_tensor_kernel(op)
                 self._vft.append((outs[0], op))
             else:
@@ -540,7 +569,7 @@ class Executable:
             steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic, host))
         # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
         rank = {id(o): i for i, o in enumerate(self._target_ops)}
-        assigns.sort(key=lambda a: rank[id(a[0])])
+        assigns.sort(key=lambda a: rank.get(id(a[0]), len(rank)))  # then controlDependency's
         self._assigns = assigns
         self._types = types
         self._target_slots = [slot_of[t] for t in self.targetTensors]
@@ -636,10 +665,23 @@ class Executable:
         return step
 
     # ------------------------------------------------------------------ running
-    def run(self, inputs: Sequence[Any] = ()) -> list[TensorData]:
+    def run(self, inputs: Sequence[Any] = (), executionDescriptor: Any = None
+            ) -> list[TensorData]:
         """Run on one value per `feedTensors` entry (NumPy arrays, TensorData or DLPack
         arrays, each with exactly the compiled shape and dataType); returns a list of
-        TensorData in `targetTensors` order."""
+        TensorData in `targetTensors` order. `executionDescriptor`: an
+        ExecutableExecutionDescriptor, whose scheduledHandler and completionHandler are called
+        with (results, None) once the run has finished (runtime/execution_descriptors.py)."""
+        if executionDescriptor is not None:
+            from .execution_descriptors import ExecutableExecutionDescriptor, check_descriptor
+
+            ed = check_descriptor("Executable.run", "executionDescriptor", executionDescriptor,
+                                  ExecutableExecutionDescriptor)
+            outs = self.run(inputs)
+            for h in (ed.scheduledHandler, ed.completionHandler):
+                if h is not None:
+                    h(outs, None)
+            return outs
         if inputs is None:
             inputs = ()
         if type(inputs) not in (list, tuple) and (
@@ -665,6 +707,15 @@ class Executable:
             arrays = self._execute(feeds)
         dev = self.device
         return [TensorData._wrap(a, dt, dev) for a, dt in zip(arrays, self._target_dtypes)]
+
+    # ------------------------------------------------------------------ packages
+    def serialize(self, package: Any, descriptor: Any = None) -> None:
+        """Swift `serialize(package:descriptor:)`: write this executable to the directory
+        `package` (an mpsgraph package: versioned JSON plus .npy arrays, no pickle; see
+        runtime/package.py). `Executable(mpsgraphPackageAt=package)` loads it."""
+        from .package import write_package
+
+        write_package(self, package, descriptor)
 
     def captured_graph(self, inputs: Sequence[Any]) -> Any:
         """The torch.cuda.CUDAGraph that runs this executable on `inputs` (device tensors in
