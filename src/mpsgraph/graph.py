@@ -20,6 +20,7 @@ from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
 from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
+from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
 from .types import SUB_BYTE, DataType, ShapedType
@@ -206,7 +207,7 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, AutodiffOps):
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

@@ -14,9 +14,16 @@ __all__ = [
     "DataType",
     "ShapedType",
     "PaddingStyle",
+    "PaddingMode",
     "TensorNamedDataLayout",
     "RNNActivation",
     "LossReductionType",
+    "ResizeMode",
+    "ResizeNearestRoundingMode",
+    "FFTScalingMode",
+    "NonMaximumSuppressionCoordinateMode",
+    "SparseStorageType",
+    "ReductionMode",
 ]
 
 
@@ -193,6 +200,21 @@ class PaddingStyle(IntEnum):
         return f"PaddingStyle.{self.name}"
 
 
+class PaddingMode(IntEnum):
+    """`MPSGraphPaddingMode` (padTensor, padGradient; values from MPSGraphCore.h)."""
+
+    constant = 0
+    reflect = 1
+    symmetric = 2
+    clampToEdge = 3
+    zero = 4
+    periodic = 5
+    antiPeriodic = 6
+
+    def __repr__(self) -> str:
+        return f"PaddingMode.{self.name}"
+
+
 class TensorNamedDataLayout(IntEnum):
     """`MPSGraphTensorNamedDataLayout` (values from MPSGraphCore.h)."""
 
@@ -234,3 +256,62 @@ class LossReductionType(IntEnum):
 
     def __repr__(self) -> str:
         return f"LossReductionType.{self.name}"
+
+
+class _Enum(IntEnum):
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class ResizeMode(_Enum):
+    """`MPSGraphResizeMode` (MPSGraphResizeOps.h)."""
+
+    nearest = 0
+    bilinear = 1
+
+
+class ResizeNearestRoundingMode(_Enum):
+    """`MPSGraphResizeNearestRoundingMode`: how a nearest-resize source coordinate is rounded."""
+
+    roundPreferCeil = 0
+    roundPreferFloor = 1
+    ceil = 2
+    floor = 3
+    roundToEven = 4
+    roundToOdd = 5
+
+
+class FFTScalingMode(_Enum):
+    """`MPSGraphFFTScalingMode`: none, 1/V (size) or 1/sqrt(V) (unitary), V the FFT volume."""
+
+    none = 0
+    size = 1
+    unitary = 2
+
+
+class NonMaximumSuppressionCoordinateMode(_Enum):
+    """`MPSGraphNonMaximumSuppressionCoordinateMode`: how the 4 numbers of a box are read."""
+
+    cornersHeightFirst = 0
+    cornersWidthFirst = 1
+    centersHeightFirst = 2
+    centersWidthFirst = 3
+
+
+class SparseStorageType(_Enum):
+    """`MPSGraphSparseStorageType`."""
+
+    COO = 0
+    CSC = 1
+    CSR = 2
+
+
+class ReductionMode(_Enum):
+    """`MPSGraphReductionMode` (MPSGraphCore.h; the stencil's reduction)."""
+
+    min = 0
+    max = 1
+    sum = 2
+    product = 3
+    argumentMin = 4
+    argumentMax = 5

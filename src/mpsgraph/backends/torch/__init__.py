@@ -32,7 +32,7 @@ import ml_dtypes
 
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
-             "shape", "loss", "pooling", "optimizer", "cumulative")
+             "shape", "loss", "pooling", "optimizer", "cumulative", "resize")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
