@@ -20,6 +20,7 @@ from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
 from .ops.pooling import PoolingOps
 from .ops.reduction import ReductionOps
+from .ops.fft import FourierTransformOps
 from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
@@ -207,7 +208,8 @@ def _short_repr(value: Any) -> str:
 
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
-            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps, AutodiffOps):
+            ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
+            FourierTransformOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

@@ -23,7 +23,8 @@ from ...types import DataType, ShapedType
 
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
-             "shape", "loss", "pooling", "optimizer", "cumulative", "resize")
+             "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
+             "fft")
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
