@@ -12,6 +12,7 @@ from .autodiff import AutodiffOps
 from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, ShapeError, op_error
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
+from .ops.attention import AttentionOps
 from .ops.arithmetic import ArithmeticOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
@@ -209,7 +210,7 @@ def _short_repr(value: Any) -> str:
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
             ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
-            FourierTransformOps, AutodiffOps):
+            FourierTransformOps, AttentionOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
