@@ -6,6 +6,10 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 
 from .descriptors import (
     Convolution2DOpDescriptor,
+    CreateSparseOpDescriptor,
+    FFTDescriptor,
+    SDPADescriptor,
+    StencilOpDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
     UnknownPropertyError,
@@ -25,8 +29,15 @@ from .runtime.executable import Executable
 from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
+    FFTScalingMode,
     LossReductionType,
+    NonMaximumSuppressionCoordinateMode,
+    PaddingMode,
     PaddingStyle,
+    ReductionMode,
+    ResizeMode,
+    ResizeNearestRoundingMode,
+    SparseStorageType,
     RNNActivation,
     ShapedType,
     TensorNamedDataLayout,
@@ -51,4 +62,7 @@ __all__ = [
     "GraphError", "ShapeError", "DataTypeError", "DescriptorError", "FeedError",
     "GraphMismatchError", "UnsupportedError", "UnknownPropertyError",
     "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
+    "FFTDescriptor", "SDPADescriptor", "StencilOpDescriptor", "CreateSparseOpDescriptor",
+    "ResizeMode", "ResizeNearestRoundingMode", "FFTScalingMode",
+    "NonMaximumSuppressionCoordinateMode", "SparseStorageType", "ReductionMode", "PaddingMode",
 ]

@@ -20,6 +20,7 @@ from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.optimizer import OptimizerOps
 from .ops.pooling import PoolingOps
+from .ops.quantization import QuantizationOps
 from .ops.reduction import ReductionOps
 from .ops.fft import FourierTransformOps
 from .ops.resize import ResizeOps
@@ -210,7 +211,7 @@ def _short_repr(value: Any) -> str:
 
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
             ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
-            FourierTransformOps, AttentionOps, AutodiffOps):
+            FourierTransformOps, AttentionOps, QuantizationOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:
