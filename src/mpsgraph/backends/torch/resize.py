@@ -22,7 +22,9 @@ def _host(t):
 
 def _fast_axes(x, ka):
     """(h_axis, w_axis) when torch's bilinear2d applies, else None."""
-    if ka.mode != ResizeMode.bilinear or ka.form != "flags" or x.dim() != 4:
+    if ka.mode != ResizeMode.bilinear or ka.form != "flags" or x.dim() != 4 or x.numel() == 0:
+        return None
+    if any(s[2] == 0 for s in ka.axes):
         return None
     if not (ka.align or ka.center):
         return None
