@@ -18,9 +18,18 @@ def _scaled(y, scale, dtype):
     return np.ascontiguousarray(y).astype(dtype, copy=False)
 
 
+def out_shape(x, ka, kind):
+    shp = list(x.shape)
+    if kind == "rfft":
+        shp[ka.axes[-1]] = shp[ka.axes[-1]] // 2 + 1
+    elif kind == "c2r":
+        shp[ka.axes[-1]] = ka.lengths[-1]
+    return shp
+
+
 @kernel("fastFourierTransform")
 def fastFourierTransform(x, axes_t, ka):
-    if not ka.axes:
+    if not ka.axes or x.size == 0:
         return x.astype(C64)
     y = (np.fft.ifftn(x, axes=ka.axes, norm="forward") if ka.inverse
          else np.fft.fftn(x, axes=ka.axes))
@@ -29,15 +38,16 @@ def fastFourierTransform(x, axes_t, ka):
 
 @kernel("realToHermiteanFFT")
 def realToHermiteanFFT(x, axes_t, ka):
+    if x.size == 0:
+        return np.zeros(out_shape(x, ka, "rfft"), C64)
     y = np.fft.rfftn(x, axes=ka.axes)
     return _scaled(np.conj(y) if ka.inverse else y, ka.scale, C64)
 
 
 @kernel("HermiteanToRealFFT")
 def HermiteanToRealFFT(x, axes_t, ka):
-    if 0 in x.shape and x.size == 0:
-        shp = list(x.shape)
-        shp[ka.axes[-1]] = ka.lengths[-1]
+    shp = out_shape(x, ka, "c2r")
+    if x.size == 0 or 0 in shp:
         return np.zeros(shp, F32)
     y = np.fft.irfftn(x if ka.inverse else np.conj(x), s=ka.lengths, axes=ka.axes,
                       norm="forward")
