@@ -60,5 +60,5 @@ def scaledDotProductAttentionGradient(dy, q, k, v, mask, sinks, ka):
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * np.float32(ka.scale)
     dq = np.matmul(ds, work(k))
     dk = np.matmul(np.swapaxes(ds, -1, -2), work(q))
-    return tuple(finish(np.ascontiguousarray(_reduce_to(g, x.shape)), x.dtype)
+    return tuple(finish(np.asarray(_reduce_to(g, x.shape), order="C"), x.dtype)
                  for g, x in ((dq, q), (dk, k), (dv, v)))

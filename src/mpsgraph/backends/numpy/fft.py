@@ -15,7 +15,7 @@ C64, F32 = np.dtype(np.complex64), np.dtype(np.float32)
 def _scaled(y, scale, dtype):
     if scale != 1.0:
         y = y * np.asarray(scale, y.real.dtype)
-    return np.ascontiguousarray(y).astype(dtype, copy=False)
+    return np.asarray(y).astype(dtype, copy=False, order="C")
 
 
 def out_shape(x, ka, kind):

@@ -73,4 +73,4 @@ def dequantizeLUT(q, lut, ka):
     y = lut[(*idx, q.astype(np.int64))]
     if ka.axis is not None:
         y = np.moveaxis(y, -1, ka.axis)
-    return np.ascontiguousarray(y)
+    return np.asarray(y, order="C")

@@ -105,4 +105,4 @@ def resizeWithGradient(dy, x, so, sc, off, ka) -> np.ndarray:
             nz = w != 0
             np.add.at(out, hi[nz], gm[nz] * wt[nz])
         g = np.moveaxis(out, 0, ax)
-    return finish(np.ascontiguousarray(g), x.dtype)
+    return finish(np.asarray(g, order="C"), x.dtype)
