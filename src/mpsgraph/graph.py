@@ -27,6 +27,7 @@ from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
 from .ops.shape import ShapeOps
 from .ops.sparse import SparseOps
+from .ops.stencil import StencilOps
 from .types import SUB_BYTE, DataType, ShapedType
 
 _ML_DTYPES = {DataType.bFloat16.numpy_dtype, *(d.numpy_dtype for d in SUB_BYTE)}
@@ -213,7 +214,7 @@ def _short_repr(value: Any) -> str:
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
             ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
             FourierTransformOps, AttentionOps, QuantizationOps, SparseOps,
-            AutodiffOps):
+            StencilOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

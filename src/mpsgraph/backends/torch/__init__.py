@@ -33,7 +33,7 @@ import ml_dtypes
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
-             "fft", "attention", "quantization", "sparse")
+             "fft", "attention", "quantization", "sparse", "stencil")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
