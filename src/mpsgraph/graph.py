@@ -25,6 +25,7 @@ from .ops.reduction import ReductionOps
 from .ops.fft import FourierTransformOps
 from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
+from .ops.sample_grid import SampleGridOps
 from .ops.shape import ShapeOps
 from .ops.sparse import SparseOps
 from .ops.stencil import StencilOps
@@ -214,7 +215,7 @@ def _short_repr(value: Any) -> str:
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
             ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
             FourierTransformOps, AttentionOps, QuantizationOps, SparseOps,
-            StencilOps, AutodiffOps):
+            StencilOps, SampleGridOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

@@ -24,7 +24,8 @@ from ...types import DataType, ShapedType
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
-             "fft", "attention", "quantization", "sparse", "stencil")
+             "fft", "attention", "quantization", "sparse", "stencil",
+             "sample_grid")
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -33,7 +33,8 @@ import ml_dtypes
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
-             "fft", "attention", "quantization", "sparse", "stencil")
+             "fft", "attention", "quantization", "sparse", "stencil",
+             "sample_grid")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
