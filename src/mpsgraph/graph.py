@@ -18,6 +18,7 @@ from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
+from .ops.nms import NonMaximumSuppressionOps
 from .ops.optimizer import OptimizerOps
 from .ops.pooling import PoolingOps
 from .ops.quantization import QuantizationOps
@@ -215,7 +216,7 @@ def _short_repr(value: Any) -> str:
 class Graph(ConvolutionOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps, ReductionOps,
             ShapeOps, LossOps, PoolingOps, OptimizerOps, CumulativeOps, ResizeOps,
             FourierTransformOps, AttentionOps, QuantizationOps, SparseOps,
-            StencilOps, SampleGridOps, AutodiffOps):
+            StencilOps, SampleGridOps, NonMaximumSuppressionOps, AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 
     def __init__(self) -> None:

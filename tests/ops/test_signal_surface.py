@@ -24,7 +24,7 @@ HEADERS = {"MPSGraphResizeOps", "MPSGraphSampleGridOps", "MPSGraphStencilOps",
 # labels that are the first (positional) argument, or spelled otherwise in Python
 FIRST = {"_", "withGradientTensor", "withSourceTensor", "withBoxesTensor", "query",
          "sparseTensorWithDescriptor", "sparseTensorWithType"}
-NOT_YET: set[str] = {"nonMaximumSuppression"}
+NOT_YET: set[str] = set()
 
 
 def _rows(path: Path) -> list[dict]:

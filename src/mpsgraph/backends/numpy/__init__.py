@@ -25,7 +25,7 @@ KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
              "fft", "attention", "quantization", "sparse", "stencil",
-             "sample_grid")
+             "sample_grid", "nms")
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -34,7 +34,7 @@ KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "resize",
              "fft", "attention", "quantization", "sparse", "stencil",
-             "sample_grid")
+             "sample_grid", "nms")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
