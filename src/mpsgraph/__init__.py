@@ -8,10 +8,10 @@ from .descriptors import (
     Convolution2DOpDescriptor,
     CreateSparseOpDescriptor,
     FFTDescriptor,
-    SDPADescriptor,
-    StencilOpDescriptor,
     LSTMDescriptor,
     Pooling2DOpDescriptor,
+    SDPADescriptor,
+    StencilOpDescriptor,
     UnknownPropertyError,
 )
 from .errors import (
@@ -37,9 +37,9 @@ from .types import (
     ReductionMode,
     ResizeMode,
     ResizeNearestRoundingMode,
-    SparseStorageType,
     RNNActivation,
     ShapedType,
+    SparseStorageType,
     TensorNamedDataLayout,
 )
 

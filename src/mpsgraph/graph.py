@@ -12,10 +12,11 @@ from .autodiff import AutodiffOps
 from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, ShapeError, op_error
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
-from .ops.attention import AttentionOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.attention import AttentionOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
+from .ops.fft import FourierTransformOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
 from .ops.nms import NonMaximumSuppressionOps
@@ -23,7 +24,6 @@ from .ops.optimizer import OptimizerOps
 from .ops.pooling import PoolingOps
 from .ops.quantization import QuantizationOps
 from .ops.reduction import ReductionOps
-from .ops.fft import FourierTransformOps
 from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
 from .ops.sample_grid import SampleGridOps

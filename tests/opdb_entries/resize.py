@@ -180,7 +180,7 @@ def _draw(rng, kw, dt, st=False):
     rank = HW[kw["layout"]][0] if kw["layout"] is not None else int(rng.integers(1, 5))
     axes = _axes(rank, kw)
     x_shape, size = [], []
-    for a in range(rank):
+    for _ in range(rank):
         u = rng.random()
         n = 0 if u < 0.08 else 1 if u < 0.25 else int(rng.integers(2, 6))
         x_shape.append(n)

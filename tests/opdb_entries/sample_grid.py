@@ -109,7 +109,7 @@ def _samples(rng, dt):
             lim = 0.6 if kw["normalize"] else 1.5
         c = rng.uniform(-lim, lim, (n, ho, wo, 2))
         yield Sample([arr(rng, xs, dt), c.astype(dt.numpy_dtype)], kw, diff=(0,),
-                     nan_inputs=(), desc=f"{padding.name} {'nearest' if kw['nearest'] else 'bilinear'}")
+                     nan_inputs=(), desc=f"{padding.name} nearest={kw['nearest']}")
 
 
 def _errors(rng):

@@ -61,9 +61,9 @@ def _infer(ctx: InferContext):
             raise ctx.error(DataTypeError, arg, "an int32 or int64 tensor", t.dataType)
         if t.shape is not None and (len(t.shape) != 1 or (
                 want is not None and want >= 0 and t.shape[0] >= 0 and t.shape[0] != want)):
+            per = "column" if a.storage == SparseStorageType.CSC else "row"
             what = (f"[{want}] (one index per value)" if arg == "indexTensor0" or starts is None
-                    else f"[{want}] (the starts: one per {'column' if starts == cols + 1 else 'row'}"
-                    " and the end)")
+                    else f"[{want}] (the starts: one per {per} and the end)")
             raise ctx.error(ShapeError, arg, f"a 1-D tensor {what}", f"shape {t.shape}")
     return [ShapedType(list(a.shape), a.dataType)], SparseAttrs(a.storage, a.shape, a.dataType,
                                                                 ctx.name)
