@@ -38,6 +38,9 @@ def _scale(kw, d):
 def _ref(*inputs, **kw):
     q, k, v, mask, sinks = _split(inputs, kw)
     q, k, v = f64(q), f64(k), f64(v)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q = np.broadcast_to(q, batch + q.shape[-2:])
+    k = np.broadcast_to(k, batch + k.shape[-2:])
     s = np.einsum("...id,...jd->...ij", q, k) * _scale(kw, q.shape[-1])
     lq, lk = s.shape[-2], s.shape[-1]
     keep = np.ones(s.shape, bool)
@@ -67,6 +70,8 @@ def _torch_ref(*inputs, **kw):
     import torch
 
     q, k, v, mask, sinks = _split(inputs, kw)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k = q.expand(batch + q.shape[-2:]), k.expand(batch + k.shape[-2:])
     s = torch.matmul(q, k.transpose(-1, -2)) * _scale(kw, q.shape[-1])
     lq, lk = s.shape[-2], s.shape[-1]
     keep = torch.ones(s.shape, dtype=torch.bool)

@@ -108,6 +108,17 @@ def _samples(rng, dt):
         if kw["relative"]:
             lim = 0.6 if kw["normalize"] else 1.5
         c = rng.uniform(-lim, lim, (n, ho, wo, 2))
+        if kw["nearest"]:  # in-range pixels a margin away from rounding ties (half types)
+            kw["relative"] = False
+            sh = (n, ho, wo)
+            py = np.floor(rng.uniform(0, h, sh)) + rng.choice([0.2, 0.3, -0.2], sh)
+            px = np.floor(rng.uniform(0, w, sh)) + rng.choice([0.2, 0.3, -0.2], sh)
+            py = np.clip(py, 0.2, h - 1.2 if h > 1 else 0.2)
+            px = np.clip(px, 0.2, w - 1.2 if w > 1 else 0.2)
+            if kw["normalize"]:
+                py = 2 * py / (h - 1) - 1 if align else (2 * py + 1) / h - 1
+                px = 2 * px / (w - 1) - 1 if align else (2 * px + 1) / w - 1
+            c = np.stack([px, py], axis=-1)
         yield Sample([arr(rng, xs, dt), c.astype(dt.numpy_dtype)], kw, diff=(0,),
                      nan_inputs=(), desc=f"{padding.name} nearest={kw['nearest']}")
 

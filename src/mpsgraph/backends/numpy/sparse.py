@@ -9,6 +9,7 @@ import numpy as np
 from ...errors import ShapeError, op_error
 from ...types import SparseStorageType as S
 from . import kernel
+from .arithmetic import finish, work
 
 
 def coordinates(vals_n, i0, i1, a, xp=np):
@@ -44,6 +45,7 @@ def coordinates(vals_n, i0, i1, a, xp=np):
 @kernel("sparseTensor")
 def sparseTensor(vals, i0, i1, a):
     r, c = coordinates(vals.shape[0], i0.astype(np.int64), i1.astype(np.int64), a)
-    out = np.zeros(a.shape, vals.dtype)
-    np.add.at(out, (r, c), vals)
-    return out
+    w = work(vals)  # half types accumulate in float32 and round once
+    out = np.zeros(a.shape, w.dtype)
+    np.add.at(out, (r, c), w)
+    return finish(out, vals.dtype)

@@ -1,8 +1,8 @@
 """torch kernels of scaledDotProductAttention (semantics: backends/numpy/attention.py):
 `torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient attention on CUDA,
 in the input's dtype there; float32 on the CPU), and the gradient by torch autograd through the
-same call (flash attention's backward on CUDA). Sinks and empty sizes take a matmul-softmax
-path written like the NumPy kernel."""
+same call (flash attention's backward on CUDA). Sinks, bool masks, causal masks off CUDA and
+empty sizes take a matmul-softmax path written like the NumPy kernel."""
 
 from __future__ import annotations
 
@@ -51,7 +51,12 @@ def _forward(q, k, v, mask, sinks, ka):
     q = q.expand(batch + q.shape[-2:])
     k = k.expand(batch + k.shape[-2:])
     v = v.expand(batch + v.shape[-2:])
-    if sinks is not None or 0 in q.shape or 0 in k.shape or 0 in v.shape or q.dim() < 3:
+    # masked-out keys are never read (a NaN there stays out): bool masks, and causal masks off
+    # CUDA, take the matmul path (torch's math path adds -inf to a NaN score); flash attention
+    # overwrites masked scores, so causal CUDA runs go to torch
+    masked = (mask is not None and mask.dtype == torch.bool) or (ka.causal and not native)
+    if masked or sinks is not None or 0 in q.shape or 0 in k.shape or 0 in v.shape \
+            or q.dim() < 3:
         y = _math(q, k, v, mask, sinks, ka)
     else:
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=ka.causal,
