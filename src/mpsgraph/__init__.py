@@ -7,8 +7,10 @@ Build a symbolic graph with `Graph` methods named as in Swift, then `run` or `co
 from .descriptors import (
     Convolution2DOpDescriptor,
     Convolution3DOpDescriptor,
+    CreateSparseOpDescriptor,
     DepthwiseConvolution2DOpDescriptor,
     DepthwiseConvolution3DOpDescriptor,
+    FFTDescriptor,
     GRUDescriptor,
     ImToColOpDescriptor,
     LSTMDescriptor,
@@ -16,7 +18,9 @@ from .descriptors import (
     Pooling4DOpDescriptor,
     PoolingReturnIndicesMode,
     RandomOpDescriptor,
+    SDPADescriptor,
     SingleGateRNNDescriptor,
+    StencilOpDescriptor,
     UnknownPropertyError,
 )
 from .errors import (
@@ -45,14 +49,20 @@ from .runtime.execution_descriptors import (
 from .runtime.tensor_data import TensorData
 from .types import (
     DataType,
+    FFTScalingMode,
     LossReductionType,
+    NonMaximumSuppressionCoordinateMode,
     PaddingMode,
     PaddingStyle,
     RandomDistribution,
     RandomNormalSamplingMethod,
+    ReductionMode,
+    ResizeMode,
+    ResizeNearestRoundingMode,
     RNNActivation,
     ScatterMode,
     ShapedType,
+    SparseStorageType,
     TensorNamedDataLayout,
 )
 from .viewer import draw
@@ -84,4 +94,7 @@ __all__ = [
     "ExecutableSerializationDescriptor", "Optimization", "OptimizationProfile",
     "ReducedPrecisionFastMath", "DeploymentPlatform", "ExecutionStage",
     "draw", "float32", "float16", "bFloat16", "int8", "int16", "int32", "int64", "uInt8",
+    "FFTDescriptor", "SDPADescriptor", "StencilOpDescriptor", "CreateSparseOpDescriptor",
+    "ResizeMode", "ResizeNearestRoundingMode", "FFTScalingMode",
+    "NonMaximumSuppressionCoordinateMode", "SparseStorageType", "ReductionMode",
 ]

@@ -23,16 +23,21 @@ import numpy as np
 from .errors import DescriptorError, op_error
 from .types import (
     DataType,
+    FFTScalingMode,
+    PaddingMode,
     PaddingStyle,
     RandomDistribution,
     RandomNormalSamplingMethod,
+    ReductionMode,
     RNNActivation,
+    SparseStorageType,
     TensorNamedDataLayout,
 )
 
 __all__ = ["Convolution2DOpDescriptor", "LSTMDescriptor", "GRUDescriptor",
            "SingleGateRNNDescriptor", "Pooling2DOpDescriptor", "Descriptor",
-           "UnknownPropertyError", "RandomOpDescriptor"]
+           "UnknownPropertyError", "RandomOpDescriptor", "FFTDescriptor", "SDPADescriptor",
+           "StencilOpDescriptor", "CreateSparseOpDescriptor"]
 
 
 class UnknownPropertyError(DescriptorError, AttributeError):
@@ -831,3 +836,104 @@ class RandomOpDescriptor(Descriptor):
                 raise op_error(DescriptorError, op, f"{argument}.standardDeviation",
                                "a standardDeviation >= 0 (> 0 for truncatedNormal)", sd, name)
         return d
+
+
+
+def _check_type(d: object, cls: type, op: str, name: str | None, argument: str) -> None:
+    if not isinstance(d, cls):
+        raise op_error(DescriptorError, op, argument, f"a {cls.__name__}", type(d).__name__,
+                       name)
+
+
+@dataclass
+class FFTDescriptor(Descriptor):
+    """`MPSGraphFFTDescriptor` with Apple's defaults: `inverse=False` (phase factor
+    exp(-i 2 pi mu nu / n); True: exp(+i ...)), `scalingMode=FFTScalingMode.none`,
+    `roundToOddHermitean=False` (only HermiteanToRealFFT reads it)."""
+
+    inverse: bool = False
+    scalingMode: FFTScalingMode = FFTScalingMode.none
+    roundToOddHermitean: bool = False
+
+    @classmethod
+    def descriptor(cls) -> FFTDescriptor:
+        """Apple's `+descriptor`: the defaults."""
+        return cls()
+
+    def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
+                       ) -> FFTDescriptor:
+        _check_type(self, FFTDescriptor, op, name, argument)
+        d = dataclasses.replace(self)
+        d.inverse = _check_bool(op, name, "inverse", d.inverse, argument)
+        d.roundToOddHermitean = _check_bool(op, name, "roundToOddHermitean",
+                                            d.roundToOddHermitean, argument)
+        d.scalingMode = _check_enum(op, name, "scalingMode", d.scalingMode, FFTScalingMode,
+                                    tuple(FFTScalingMode), "an FFTScalingMode", argument)
+        return d
+
+
+@dataclass
+class SDPADescriptor(Descriptor):
+    """`MPSGraphSDPADescriptor` (macOS 27): `scale` (Swift `init(scale:)`; None here means
+    1/sqrt(headDim), a decision), `isCausal` (a lower-triangular mask aligned at the top-left,
+    as torch's `is_causal`), `maskTensor` (additive float or boolean keep-mask, broadcast to
+    [..., Lq, Lk]; mutually exclusive with isCausal) and `sinksTensor` (shape [nHeads]: one
+    extra logit per head that joins the softmax's denominator only)."""
+
+    scale: float | None = None
+    isCausal: bool = False
+    maskTensor: Any = None
+    sinksTensor: Any = None
+
+    @classmethod
+    def descriptorWithScale(cls, scale: float) -> SDPADescriptor:
+        return cls(scale=scale)
+
+
+@dataclass
+class StencilOpDescriptor(Descriptor):
+    """`MPSGraphStencilOpDescriptor` (rank-4 windows). Defaults as Apple's `init`:
+    reductionMode sum, offsets 0, strides 1, dilationRates 1, explicitPadding 0 (8 numbers:
+    before/after per dimension), boundaryMode zero, paddingStyle explicit, paddingConstant 0."""
+
+    reductionMode: ReductionMode = ReductionMode.sum
+    offsets: Any = (0, 0, 0, 0)
+    strides: Any = (1, 1, 1, 1)
+    dilationRates: Any = (1, 1, 1, 1)
+    explicitPadding: Any = (0, 0, 0, 0, 0, 0, 0, 0)
+    boundaryMode: PaddingMode = PaddingMode.zero
+    paddingStyle: PaddingStyle = PaddingStyle.explicit
+    paddingConstant: float = 0.0
+
+    @classmethod
+    def descriptorWithReductionMode(cls, reductionMode, offsets, strides, dilationRates,
+                                    explicitPadding, boundaryMode, paddingStyle,
+                                    paddingConstant) -> StencilOpDescriptor:
+        return cls(reductionMode, offsets, strides, dilationRates, explicitPadding,
+                   boundaryMode, paddingStyle, paddingConstant)
+
+    @classmethod
+    def descriptorWithOffsets(cls, offsets, explicitPadding) -> StencilOpDescriptor:
+        return cls(offsets=offsets, explicitPadding=explicitPadding)
+
+    @classmethod
+    def descriptorWithExplicitPadding(cls, explicitPadding) -> StencilOpDescriptor:
+        return cls(explicitPadding=explicitPadding)
+
+    @classmethod
+    def descriptorWithPaddingStyle(cls, paddingStyle) -> StencilOpDescriptor:
+        return cls(paddingStyle=paddingStyle)
+
+
+@dataclass
+class CreateSparseOpDescriptor(Descriptor):
+    """`MPSGraphCreateSparseOpDescriptor`: `sparseStorageType` (COO, CSC, CSR) and the
+    `dataType` of the values (Swift `init(storageType:dataType:)`)."""
+
+    sparseStorageType: SparseStorageType = SparseStorageType.COO
+    dataType: DataType = DataType.float32
+
+    @classmethod
+    def descriptorWithStorageType(cls, sparseStorageType, dataType
+                                  ) -> CreateSparseOpDescriptor:
+        return cls(sparseStorageType=sparseStorageType, dataType=dataType)

@@ -13,23 +13,31 @@ from .errors import DataTypeError, FeedError, GraphError, GraphMismatchError, Sh
 from .ops._registry import OPS, InferContext
 from .ops.activation import ActivationOps
 from .ops.arithmetic import ArithmeticOps
+from .ops.attention import AttentionOps
 from .ops.control_flow import CallOps, ControlFlowOps
 from .ops.conv_extra import ConvExtraOps
 from .ops.convolution import ConvolutionOps
 from .ops.cumulative import CumulativeOps
+from .ops.fft import FourierTransformOps
 from .ops.gather import GatherOps
 from .ops.linalg import LinalgOps
 from .ops.loss import LossOps
 from .ops.matrix import MatrixOps
+from .ops.nms import NonMaximumSuppressionOps
 from .ops.normalization import NormalizationOps
 from .ops.optimizer import OptimizerOps
 from .ops.pool_extra import PoolExtraOps
 from .ops.pooling import PoolingOps
+from .ops.quantization import QuantizationOps
 from .ops.random import RandomOps
 from .ops.reduction import ReductionOps
+from .ops.resize import ResizeOps
 from .ops.rnn import RNNOps
+from .ops.sample_grid import SampleGridOps
 from .ops.shape import ShapeOps
 from .ops.sort import SortOps
+from .ops.sparse import SparseOps
+from .ops.stencil import StencilOps
 from .types import SUB_BYTE, DataType, ShapedType
 
 _ML_DTYPES = {DataType.bFloat16.numpy_dtype, *(d.numpy_dtype for d in SUB_BYTE)}
@@ -216,7 +224,8 @@ def _short_repr(value: Any) -> str:
 class Graph(ConvolutionOps, ConvExtraOps, RNNOps, ArithmeticOps, ActivationOps, MatrixOps,
             ReductionOps, ShapeOps, LossOps, PoolingOps, PoolExtraOps, OptimizerOps,
             CumulativeOps, GatherOps, SortOps, LinalgOps, NormalizationOps, RandomOps,
-            ControlFlowOps, CallOps,
+            ControlFlowOps, CallOps, ResizeOps, FourierTransformOps, AttentionOps,
+            QuantizationOps, SparseOps, StencilOps, SampleGridOps, NonMaximumSuppressionOps,
             AutodiffOps):
     """`MPSGraph`: build a symbolic graph with its methods, then `run` or `compile` it."""
 

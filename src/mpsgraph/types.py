@@ -21,6 +21,12 @@ __all__ = [
     "ScatterMode",
     "RandomDistribution",
     "RandomNormalSamplingMethod",
+    "ResizeMode",
+    "ResizeNearestRoundingMode",
+    "FFTScalingMode",
+    "NonMaximumSuppressionCoordinateMode",
+    "SparseStorageType",
+    "ReductionMode",
 ]
 
 
@@ -294,3 +300,63 @@ class RandomNormalSamplingMethod(IntEnum):
 
     def __repr__(self) -> str:
         return f"RandomNormalSamplingMethod.{self.name}"
+
+
+
+class _Enum(IntEnum):
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class ResizeMode(_Enum):
+    """`MPSGraphResizeMode` (MPSGraphResizeOps.h)."""
+
+    nearest = 0
+    bilinear = 1
+
+
+class ResizeNearestRoundingMode(_Enum):
+    """`MPSGraphResizeNearestRoundingMode`: how a nearest-resize source coordinate is rounded."""
+
+    roundPreferCeil = 0
+    roundPreferFloor = 1
+    ceil = 2
+    floor = 3
+    roundToEven = 4
+    roundToOdd = 5
+
+
+class FFTScalingMode(_Enum):
+    """`MPSGraphFFTScalingMode`: none, 1/V (size) or 1/sqrt(V) (unitary), V the FFT volume."""
+
+    none = 0
+    size = 1
+    unitary = 2
+
+
+class NonMaximumSuppressionCoordinateMode(_Enum):
+    """`MPSGraphNonMaximumSuppressionCoordinateMode`: how the 4 numbers of a box are read."""
+
+    cornersHeightFirst = 0
+    cornersWidthFirst = 1
+    centersHeightFirst = 2
+    centersWidthFirst = 3
+
+
+class SparseStorageType(_Enum):
+    """`MPSGraphSparseStorageType`."""
+
+    COO = 0
+    CSC = 1
+    CSR = 2
+
+
+class ReductionMode(_Enum):
+    """`MPSGraphReductionMode` (MPSGraphCore.h; the stencil's reduction)."""
+
+    min = 0
+    max = 1
+    sum = 2
+    product = 3
+    argumentMin = 4
+    argumentMax = 5

@@ -24,7 +24,9 @@ from ...types import DataType, ShapedType
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "gather", "sort", "linalg",
-             "normalization", "random")
+             "normalization", "random",
+             "resize", "fft", "attention", "quantization", "sparse", "stencil",
+             "sample_grid", "nms")
 
 
 def kernel(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -34,7 +34,9 @@ import ml_dtypes
 KERNELS: dict[str, Callable[..., Any]] = {}
 _FAMILIES = ("core", "convolution", "rnn", "arithmetic", "activation", "matrix", "reduction",
              "shape", "loss", "pooling", "optimizer", "cumulative", "gather", "sort", "linalg",
-             "normalization", "random")
+             "normalization", "random",
+             "resize", "fft", "attention", "quantization", "sparse", "stencil",
+             "sample_grid", "nms")
 
 _BF16_NP = np.dtype(ml_dtypes.bfloat16)
 

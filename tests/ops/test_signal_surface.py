@@ -1,0 +1,66 @@
+"""The surface of issue 21: every Swift overload of Apple's MPSGraphResizeOps,
+MPSGraphSampleGridOps, MPSGraphStencilOps, MPSGraphNonMaximumSuppressionOps,
+MPSGraphFourierTransformOps, MPSGraphQuantizationOps and MPSGraphSparseOps headers, and
+scaledDotProductAttention, is a method of mg.Graph whose keywords are the Swift labels (API.md
+rules 8-10). The rows are a copy of ../shared/MPSGRAPH_API.tsv's (tests/data/); when the shared
+file is present, the copy must match it."""
+
+from __future__ import annotations
+
+import csv
+import inspect
+from pathlib import Path
+
+import pytest
+
+import mpsgraph as mg
+
+HERE = Path(__file__).resolve().parent
+COPY = HERE.parent / "data" / "MPSGRAPH_API_signal.tsv"
+SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+HEADERS = {"MPSGraphResizeOps", "MPSGraphSampleGridOps", "MPSGraphStencilOps",
+           "MPSGraphNonMaximumSuppressionOps", "MPSGraphFourierTransformOps",
+           "MPSGraphQuantizationOps", "MPSGraphSparseOps"}
+# labels that are the first (positional) argument, or spelled otherwise in Python
+FIRST = {"_", "withGradientTensor", "withSourceTensor", "withBoxesTensor", "query",
+         "sparseTensorWithDescriptor", "sparseTensorWithType"}
+NOT_YET: set[str] = set()
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f, delimiter="\t")
+                if r["header"] in HEADERS or r["swift_signature"].startswith(
+                    "scaledDotProductAttention(")]
+
+
+def _base(sig: str) -> str:
+    return sig.split("(")[0]
+
+
+def _labels(sig: str) -> list[str]:
+    return [a for a in sig[sig.index("(") + 1:-1].split(":") if a]
+
+
+def test_the_copy_matches_the_shared_list():
+    rows = _rows(COPY)
+    assert len(rows) == 48
+    if not SHARED.exists():
+        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
+    assert rows == _rows(SHARED)
+
+
+@pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
+def test_every_overload_is_a_graph_method_with_its_labels(row):
+    sig = row["swift_signature"]
+    name = _base(sig)
+    if name in NOT_YET:
+        pytest.xfail(f"{name} is not implemented yet")
+    fn = getattr(mg.Graph, name, None)
+    assert callable(fn), name
+    params = inspect.signature(fn).parameters
+    labels = _labels(sig)
+    for lab in labels[1:] if labels[0] in FIRST else labels:
+        if lab in ("name", "key", "value") and lab in params:
+            continue
+        assert lab in params, f"{sig}: label {lab!r} is not a keyword of Graph.{name}"
