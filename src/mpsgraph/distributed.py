@@ -144,7 +144,10 @@ def init(backend: str | None = None, device: Device | str | None = None, *,
     if not _tdist.is_initialized():
         if store is None and "MASTER_ADDR" not in os.environ and worldSize == 1:
             kw["store"] = _tdist.HashStore()  # a job of one: no rendezvous needed
-        _tdist.init_process_group(backend, rank=rank, world_size=worldSize, **kw)
+        # NCCL for CUDA tensors, gloo beside it for host ones (the NumPy backend's, a CPU
+        # broadcast): one process group serves both
+        pg = "cpu:gloo,cuda:nccl" if backend == "nccl" else backend
+        _tdist.init_process_group(pg, rank=rank, world_size=worldSize, **kw)
     _CONTEXT = Context(rank, worldSize, local, backend, dev)
     return _CONTEXT
 

@@ -54,3 +54,21 @@ def size(rng, lo=0, hi=3, p_edge=0.3) -> int:
 def ref_value(x):
     """The reference's view of an input: float64 for floats, the array itself otherwise."""
     return f64(x) if is_float(x) else np.asarray(x)
+
+
+def host(a) -> np.ndarray:
+    """A fed value (NumPy array, TensorData, a torch tensor on any device) as a host array,
+    for a custom runner's reference (the runner still feeds the value itself)."""
+    if isinstance(a, np.ndarray):
+        return a
+    if isinstance(a, mg.TensorData):
+        return a.numpy()
+    if hasattr(a, "detach"):  # torch, on any device; bfloat16 through its bits
+        import ml_dtypes
+        import torch
+
+        t = a.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+    return np.asarray(a)

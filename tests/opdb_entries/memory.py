@@ -13,6 +13,7 @@ import numpy as np
 
 from opdb import ALL, OpInfo, Sample, add, arr, n_samples, shape
 
+from ._common import host
 from ._common import mg_module as _mg
 
 
@@ -28,12 +29,12 @@ def _init_of(g, x):
 def _run(device, s, inputs):
     mg = _mg()
     g = mg.Graph()
-    a = np.asarray(inputs[0])
+    a = host(inputs[0])
     x = g.placeholder(list(a.shape), mg.DataType.from_numpy(a.dtype))
     v = g.variableFromTensor(_init_of(g, x))
     r = g.read(v)
     first = g.run({x: inputs[0]}, [v, r], device=device)
-    other = np.asarray(inputs[1])
+    other = host(inputs[1])
     second = g.run({x: other}, [r], device=device)[r].numpy()
     w = g.assign(v, g.placeholder(list(a.shape), mg.DataType.from_numpy(a.dtype)))
     val = w.inputTensors[1]

@@ -23,7 +23,7 @@ import numpy as np
 
 from opdb import DT, FLOAT, ErrorInput, OpInfo, Sample, add, arr, n_samples
 
-from ._common import cycle
+from ._common import cycle, host
 from ._common import mg_module as _mg
 
 MASK = 0xFFFFFFFF
@@ -354,7 +354,7 @@ def _run_random(device, s, inputs):
         return _run_unseeded(device, s, inputs)
     mg = _mg()
     g = mg.Graph()
-    arrays = [np.asarray(a) for a in inputs]
+    arrays = [host(a) for a in inputs]
     phs = [g.placeholder(list(a.shape), DT.from_numpy(a.dtype)) for a in arrays]
     out = _build_random(g, *phs, **s.kwargs)
     outs = out if isinstance(out, list) else [out]
@@ -404,12 +404,12 @@ def _run_dropout(device, s, inputs):
     either dropped (y = 0, dx = 0) or kept (y = x s, dx = u s, s = 1 / (1 - rate)); two runs
     draw different masks; the kept fraction is within 6 standard deviations of 1 - rate."""
     mg = _mg()
-    x = np.asarray(inputs[0])
+    x = host(inputs[0])
     rate = s.kwargs["rate"]
     if s.kwargs["form"] == "tensor":  # the rate as fed (a float32 0.9 is not 0.9)
-        rate = float(np.asarray(inputs[1], np.float64).reshape(-1)[0])
+        rate = float(host(inputs[1]).astype(np.float64).reshape(-1)[0])
     g = mg.Graph()
-    phs = [g.placeholder(list(np.shape(a)), DT.from_numpy(np.asarray(a).dtype)) for a in inputs]
+    phs = [g.placeholder(list(host(a).shape), DT.from_numpy(host(a).dtype)) for a in inputs]
     y = g.dropout(phs[0], phs[1] if s.kwargs["form"] == "tensor" else rate)
     u = g.constant(np.linspace(0.5, 1.5, max(x.size, 1))[:x.size].reshape(x.shape)
                    .astype(x.dtype))

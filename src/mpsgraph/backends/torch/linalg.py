@@ -30,7 +30,8 @@ def bandPart(x: torch.Tensor, *rest) -> torch.Tensor:
     keep = _within(d, lo) & _within(-d, up)
     if keep is True:
         return x.clone()
-    return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=dev))
+    xs = as_signed(x)  # uint16/32/64: torch has no `where` for them (same bits, signed view)
+    return torch.where(keep, xs, torch.zeros((), dtype=xs.dtype, device=dev)).view(x.dtype)
 
 
 @kernel("inverse")
