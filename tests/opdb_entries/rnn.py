@@ -70,6 +70,13 @@ TOL = {DT.float32: (2e-5, _ATOL32), DT.float16: (2e-3, 1e-4 + _ATOL32),
 CUDA_HALF_GRAD_TOL = {("cuda", DT.float16): (2e-3, 16 * 2 ** -11 + _ATOL32),
                       ("cuda", DT.bFloat16): (1.6e-2, 16 * 2 ** -8 + _ATOL32)}
 
+# ... and the forward's persistent kernels feed the half-rounded state h to the recurrent dots
+# and keep the input projection in the half type (the same speed choice, backends/torch/rnn.py
+# module docstring): gate pre-activations carry a few half ulps more than one rounding. Seen
+# at 24 samples per dtype on the H200: 8 bFloat16 ulps of an output (0.0062) at T = 3.
+CUDA_HALF_FWD_TOL = {("cuda", DT.float16): (2e-3, 4 * 2 ** -11 + 1e-4 + _ATOL32),
+                     ("cuda", DT.bFloat16): (1.6e-2, 4 * 2 ** -8 + 1e-3 + _ATOL32)}
+
 
 # ---------------------------------------------------------------------------- shapes
 def _drop_leading_ones(shape):
@@ -464,6 +471,7 @@ def _lstm_errors(grad):
 
 add(OpInfo("LSTM", build=_lstm_build, ref=_lstm_ref, samples=_lstm_samples, dtypes=FLOAT,
            differentiable=(0, 1), torch_ref=_lstm_torch, errors=_lstm_errors(False), tol=TOL,
+           device_tol=CUDA_HALF_FWD_TOL,
            notes="tests/oracles/lstm_f64.py; every descriptor option and optional input"))
 add(OpInfo("LSTMGradients", build=_grad_build, ref=_grad_ref, samples=_grad_samples,
            dtypes=FLOAT, errors=_lstm_errors(True), tol=TOL, device_tol=CUDA_HALF_GRAD_TOL,
