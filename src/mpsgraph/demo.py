@@ -202,9 +202,22 @@ MODELS = {"cnn": (CNN, 0.005, 20), "lstm": (LSTMClassifier, 0.01, 30)}  # class,
 
 def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, batch: int = 32,
           progress: bool | None = None, limit_batches: int | None = None,
-          verbose: bool = False) -> History:
+          verbose: bool = False, distributed: bool = False) -> History:
     """Train one model; returns the per-epoch history. `progress`: a tqdm bar on stderr (None:
-    only when stderr is a terminal); `verbose`: print one line per epoch."""
+    only when stderr is a terminal); `verbose`: print one line per epoch. `distributed`: data
+    parallel over the ranks of mpsgraph.distributed (initialised by the caller): each step's
+    global batch of `batch` images is split over the ranks (`batch / worldSize` each, so the
+    training matches one process's), the gradients are averaged by allReduce, and only rank 0
+    prints."""
+    world = 1
+    if distributed:
+        from . import distributed as dist
+
+        world = dist.context().worldSize
+        if batch % world:
+            raise ValueError(f"demo: a batch of {batch} does not split over {world} ranks")
+        verbose = verbose and dist.isMain()
+        progress = False if not dist.isMain() else progress
     if progress is None:
         progress = sys.stderr.isatty()
     if progress:
@@ -215,7 +228,8 @@ def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, ba
     x_tr, x_te, y_tr, y_te = data
     cls, lr, default_epochs = MODELS[kind]
     epochs = default_epochs if epochs is None else epochs
-    model = cls(batch, len(x_te), lr, seed, device)
+    local = batch // world
+    model = cls(local, len(x_te), lr, seed, device, distributed=distributed)
     rng = np.random.default_rng(seed)
     hist = History()
     t0 = time.perf_counter()
@@ -223,19 +237,23 @@ def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, ba
     if limit_batches:
         n_batches = min(n_batches, limit_batches)
     for epoch in range(epochs):
-        perm = rng.permutation(len(x_tr))
+        perm = rng.permutation(len(x_tr))  # the same on every rank (the same seed)
+        if distributed:  # this rank's slice of each global batch
+            r = dist.context().rank
+            perm = np.concatenate([perm[b * batch + r * local:b * batch + (r + 1) * local]
+                                   for b in range(len(x_tr) // batch)] or [perm[:0]])
         losses, correct = [], 0.0
         bar = (tqdm(range(n_batches), desc=f"{kind} epoch {epoch + 1}/{epochs}", leave=False,
                     ncols=90, mininterval=0.5) if progress else None)
         for b in (bar if bar is not None else range(n_batches)):
-            idx = perm[b * batch:(b + 1) * batch]
+            idx = perm[b * local:(b + 1) * local]
             loss, corr = model.train_step(x_tr[idx], y_tr[idx])
             losses.append(loss)
             correct += corr
             if bar is not None:
                 bar.set_postfix(loss=f"{np.mean(losses):.4f}")
         hist.loss.append(float(np.mean(losses)))
-        hist.train_acc.append(correct / (n_batches * batch))
+        hist.train_acc.append(correct / (n_batches * local))  # this rank's share
         acc, test_loss = model.evaluate(x_te, y_te)
         hist.test_acc.append(acc)
         hist.test_loss.append(test_loss)
@@ -305,6 +323,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="at most N training batches per epoch (a quick smoke run)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print one line per epoch")
+    p.add_argument("--distributed", action="store_true",
+                   help="data parallel under torchrun (gloo on CPUs, NCCL with --device cuda): "
+                        "torchrun --nproc_per_node=2 -m mpsgraph demo --distributed")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -312,22 +333,39 @@ def run(args: argparse.Namespace) -> int:
     from .cli import open_device, require_extra
 
     require_extra("demo", "sklearn", "matplotlib")
-    device = open_device(args.device)
+    main_rank, where = True, ""
+    if getattr(args, "distributed", False):
+        require_extra("torch", "torch")
+        from . import distributed as dist
+
+        cuda = (args.device or "").startswith("cuda")
+        ctx = dist.init("nccl" if cuda else "gloo",
+                        None if cuda else open_device(args.device).key)
+        device, main_rank = ctx.device, dist.isMain()
+        where = f", {ctx.worldSize} ranks ({ctx.backend})"
+    else:
+        device = open_device(args.device)
     data = load_digits_split(args.seed)
     kinds = ["cnn", "lstm"] if args.model == "both" else [args.model]
-    print(f"digits: {len(data[0])} train / {len(data[1])} test images; device {device.key}",
-          flush=True)
+    say = print if main_rank else (lambda *a, **k: None)
+    say(f"digits: {len(data[0])} train / {len(data[1])} test images; device {device.key}"
+        f"{where}", flush=True)
     hist = {}
     for k in kinds:
         h = hist[k] = train(k, data, args.epochs, device, args.seed, verbose=args.verbose,
-                            limit_batches=args.limit_batches)
-        print(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}%, test loss "
-              f"{h.test_loss[-1]:.4f} after {len(h.loss)} epochs ({h.seconds:.1f} s)",
-              flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "demo_curves.png")
-    plot(hist, path)
-    print(f"curves: {path}")
+                            limit_batches=args.limit_batches,
+                            distributed=getattr(args, "distributed", False))
+        say(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}%, test loss "
+            f"{h.test_loss[-1]:.4f} after {len(h.loss)} epochs ({h.seconds:.1f} s)",
+            flush=True)
+    if main_rank:
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, "demo_curves.png")
+        plot(hist, path)
+        print(f"curves: {path}")
+    if getattr(args, "distributed", False):
+        dist.barrier()
+        dist.shutdown()
     return 0
 
 
