@@ -108,14 +108,23 @@ def public_methods(cls: type) -> list[str]:
     return [n for n, v in vars(cls).items() if not n.startswith("_") and callable(v)]
 
 
+def example_file(name: str) -> str:
+    """The example's file name: <family>.py, or <family>_ops.py where the family's name is a
+    standard-library module's (docs/examples/random.py would shadow `random` for every script
+    run from that folder)."""
+    import sys
+
+    return f"{name}_ops.py" if name in sys.stdlib_module_names else f"{name}.py"
+
+
 def run_example(name: str) -> str | None:
-    """Run docs/examples/<name>.py (in this interpreter, as __main__); what it printed, or
-    None when the family has no example."""
+    """Run docs/examples/<family file>.py (in this interpreter, as __main__); what it printed,
+    or None when the family has no example."""
     import contextlib
     import io
     import runpy
 
-    path = EXAMPLES / f"{name}.py"
+    path = EXAMPLES / example_file(name)
     if not path.exists():
         return None
     buf = io.StringIO()
@@ -134,11 +143,11 @@ def _heading(text: str, ch: str) -> str:
 def _example_block(name: str) -> list[str]:
     output = run_example(name)
     if output is None:
-        return ["*No example yet: add docs/examples/" + name + ".py.*", ""]
+        return ["*No example yet: add docs/examples/" + example_file(name) + ".*", ""]
     out_file = GEN / "api" / f"{name}.out"
     out_file.write_text(output, encoding="utf-8")
     return [_heading("Example", "-"),
-            f".. literalinclude:: ../../examples/{name}.py", "   :language: python", "",
+            f".. literalinclude:: ../../examples/{example_file(name)}", "   :language: python", "",
             "It prints:", "", f".. literalinclude:: {name}.out", "   :language: text", ""]
 
 

@@ -7,6 +7,7 @@ index page; every docs example runs. (The built wheel and sdist themselves are e
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,9 @@ def test_every_op_family_has_a_docs_example():
 
     fams = {m.name for m in pkgutil.iter_modules(mpsgraph.ops.__path__)
             if not m.name.startswith("_")}
-    have = {p.stem for p in (ROOT / "docs" / "examples").glob("*.py")}
-    missing = sorted(fams - have)
+    have = {p.name for p in (ROOT / "docs" / "examples").glob("*.py")}
+    # a family named like a standard-library module has <family>_ops.py (docs/_apigen.py)
+    missing = sorted(f for f in fams if (f"{f}_ops.py" if f in sys.stdlib_module_names
+                                         else f"{f}.py") not in have)
     if missing:  # the docs page says "no example yet"; flag it without failing a merge
         pytest.xfail(f"no docs/examples/<family>.py for {missing}")
