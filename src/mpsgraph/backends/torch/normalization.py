@@ -61,9 +61,8 @@ def variance(x, mean, a):
         return finish(torch.var(xw, dim=a.axes, keepdim=True, correction=0), x.dtype)
     m = _mean(xw, a.axes, a.count) if mean is None else work(mean)
     d = xw - m
-    if a.axes and a.count > 0:  # sum of squares in one reduction (no squared temporary)
-        ss = torch.linalg.vector_norm(d, 2, dim=a.axes, keepdim=True)
-        return finish(ss * ss / a.count, x.dtype)
+    if a.axes and a.count > 0:  # (not vector_norm squared: its sqrt and square round twice)
+        return finish(torch.sum(d * d, dim=a.axes, keepdim=True) / a.count, x.dtype)
     return finish(_mean(d * d, a.axes, a.count), x.dtype)
 
 
