@@ -76,3 +76,30 @@ def test_plot_has_test_loss_and_keeps_accuracy_inside_the_axes():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_cnn_trains_with_batch_norm_and_dropout():
+    """The demo's CNN: batch norm (mean, variance, normalize with gamma and beta) and dropout
+    in the training step, differentiated by gradientForPrimaryTensor; the evaluation graph
+    uses the running statistics and no dropout; a data-parallel model has neither."""
+    pytest.importorskip("sklearn")
+    import mpsgraph as mg
+    from mpsgraph import demo
+
+    data = demo.load_digits_split(0)
+    m = demo.CNN(32, len(data[1]), 0.005, 0, mg.Device("cpu"))
+    train_kinds = {st.kind for st in m.train_exe._steps}
+    eval_kinds = {st.kind for st in m.eval_exe._steps}
+    assert {"normalize", "variance", "dropout", "normalizationGradients"} <= train_kinds
+    assert "normalize" in eval_kinds and not {"dropout", "variance"} & eval_kinds
+    names = {p.name for p in m.params}
+    assert {"bn1_gamma", "bn1_beta", "bn2_gamma", "bn2_beta"} <= names
+    rm = m.bn["bn1"][2]
+    before = m.g.run({}, [rm])[rm].numpy().copy()
+    losses = [m.train_step(data[0][i * 32:(i + 1) * 32], data[2][i * 32:(i + 1) * 32])[0]
+              for i in range(12)]
+    after = m.g.run({}, [rm])[rm].numpy()
+    assert not np.array_equal(before, after)  # the running mean moved
+    assert np.mean(losses[-4:]) < np.mean(losses[:4])  # it learns
+    plain = demo.CNN(32, 8, 0.005, 0, mg.Device("cpu"), distributed=False, regularize=False)
+    assert not {"normalize", "dropout"} & {st.kind for st in plain.train_exe._steps}

@@ -52,10 +52,14 @@ class Model:
     variables."""
 
     def __init__(self, batch: int, eval_batch: int, lr: float, seed: int, device: Device,
-                 distributed: bool = False):
+                 distributed: bool = False, regularize: bool | None = None):
         self.g = Graph()
         self.rng = np.random.default_rng(seed)
         self.params: list[Tensor] = []
+        # batch norm + dropout (the CNN); off by default when data parallel: per-rank batch
+        # statistics and masks would make the ranks' training differ from one process's
+        self.regularize = (not distributed) if regularize is None else regularize
+        self.stat_updates: list[tuple[Tensor, Tensor]] = []  # (running statistic, new value)
         self.device = device
         g = self.g
         self.x = g.placeholder(self.input_shape(batch), F32, name="x")
@@ -73,7 +77,7 @@ class Model:
         self.b2p = g.placeholder([], F32, name="beta2Power")
         c = lambda v: g.constant(v, dataType=F32)  # noqa: E731
         lr_t, b1, b2, eps = c(lr), c(0.9), c(0.999), c(1e-7)
-        self.updates: list[Operation] = []
+        self.updates: list[Operation] = [g.assign(v, t) for v, t in self.stat_updates]
         for p in self.params:
             m = g.variable(np.zeros(p.shape, np.float32), p.shape, F32)
             v = g.variable(np.zeros(p.shape, np.float32), p.shape, F32)
@@ -103,13 +107,36 @@ class Model:
 
     # subclasses: input_shape(batch), to_input(images [n, 8, 8]) and
     # forward(x, batch, build) -> logits [batch, 10]
-    def param(self, shape: list[int], fan_in: int, name: str, zero: bool = False) -> Tensor:
-        """A trainable variable (He-initialised unless zero), created once."""
-        init = (np.zeros(shape) if zero else
+    def param(self, shape: list[int], fan_in: int, name: str, zero: bool = False,
+              fill: float | None = None) -> Tensor:
+        """A trainable variable (He-initialised unless zero or `fill`), created once."""
+        init = (np.full(shape, fill) if fill is not None else np.zeros(shape) if zero else
                 self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
         t = self.g.variable(init, shape, F32, name=name)
         self.params.append(t)
         return t
+
+    def batch_norm(self, h: Tensor, channels: int, name: str, training: bool) -> Tensor:
+        """Batch normalization over N, H, W of NHWC `h` (normalize with gamma and beta):
+        batch statistics in the training graph, which also move the running statistics
+        (momentum 0.9), and the running statistics in the evaluation graph."""
+        g = self.g
+        if training:
+            gamma = self.param([channels], 1, f"{name}_gamma", fill=1.0)
+            beta = self.param([channels], 1, f"{name}_beta", zero=True)
+            rm = g.variable(np.zeros([1, 1, 1, channels], np.float32), name=f"{name}_mean")
+            rv = g.variable(np.ones([1, 1, 1, channels], np.float32), name=f"{name}_var")
+            self.bn[name] = (gamma, beta, rm, rv)
+            m = g.mean(h, [0, 1, 2])
+            v = g.variance(h, mean=m, axes=[0, 1, 2])
+            k = g.constant(0.9, dataType=F32)
+            k1 = g.constant(0.1, dataType=F32)
+            for run, new in ((rm, m), (rv, v)):
+                self.stat_updates.append(
+                    (run, g.addition(g.multiplication(run, k), g.multiplication(new, k1))))
+        else:
+            gamma, beta, m, v = self.bn[name]
+        return g.normalize(h, m, v, gamma=gamma, beta=beta, epsilon=1e-3)
 
     def _argmax(self, logits: Tensor) -> Tensor:
         g = self.g
@@ -139,8 +166,10 @@ class Model:
 
 
 class CNN(Model):
-    """conv 3x3 (1->16, TF_SAME) + bias + reLU -> conv 3x3 stride 2 (16->32, TF_SAME) + bias +
-    reLU -> dense 512->10. NHWC data, HWIO weights."""
+    """conv 3x3 (1->16, TF_SAME) + bias + batch norm + reLU -> conv 3x3 stride 2 (16->32,
+    TF_SAME) + bias + batch norm + reLU -> dropout 0.25 -> dense 512->10. NHWC data, HWIO
+    weights. Batch norm and dropout only with `regularize` (the default, except data
+    parallel)."""
 
     def input_shape(self, batch: int) -> list[int]:
         return [batch, 8, 8, 1]
@@ -157,14 +186,22 @@ class CNN(Model):
             self.b2 = self.param([32], 1, "conv2_bias", zero=True)
             self.w3 = self.param([512, 10], 512, "dense")
             self.b3 = self.param([10], 1, "dense_bias", zero=True)
+            self.bn: dict[str, tuple[Tensor, ...]] = {}
         d1 = Convolution2DOpDescriptor(paddingStyle=PaddingStyle.TF_SAME, dataLayout=L.NHWC,
                                        weightsLayout=L.HWIO)
         d2 = Convolution2DOpDescriptor(strideInX=2, strideInY=2,
                                        paddingStyle=PaddingStyle.TF_SAME, dataLayout=L.NHWC,
                                        weightsLayout=L.HWIO)
-        h = g.reLU(g.addition(g.convolution2D(x, self.w1, d1), self.b1))
-        h = g.reLU(g.addition(g.convolution2D(h, self.w2, d2), self.b2))
-        h = g.reshape(h, shape=[batch, 512])
+        h = g.addition(g.convolution2D(x, self.w1, d1), self.b1)
+        if self.regularize:
+            h = self.batch_norm(h, 16, "bn1", build)
+        h = g.reLU(h)
+        h = g.addition(g.convolution2D(h, self.w2, d2), self.b2)
+        if self.regularize:
+            h = self.batch_norm(h, 32, "bn2", build)
+        h = g.reshape(g.reLU(h), shape=[batch, 512])
+        if self.regularize and build:  # dropout in training only (a fresh mask every step)
+            h = g.dropout(h, 0.25)
         return g.addition(g.matrixMultiplication(h, self.w3), self.b3)
 
 
@@ -202,7 +239,8 @@ MODELS = {"cnn": (CNN, 0.005, 20), "lstm": (LSTMClassifier, 0.01, 30)}  # class,
 
 def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, batch: int = 32,
           progress: bool | None = None, limit_batches: int | None = None,
-          verbose: bool = False, distributed: bool = False) -> History:
+          verbose: bool = False, distributed: bool = False,
+          regularize: bool | None = None) -> History:
     """Train one model; returns the per-epoch history. `progress`: a tqdm bar on stderr (None:
     only when stderr is a terminal); `verbose`: print one line per epoch. `distributed`: data
     parallel over the ranks of mpsgraph.distributed (initialised by the caller): each step's
@@ -229,7 +267,8 @@ def train(kind: str, data, epochs: int | None, device: Device, seed: int = 0, ba
     cls, lr, default_epochs = MODELS[kind]
     epochs = default_epochs if epochs is None else epochs
     local = batch // world
-    model = cls(local, len(x_te), lr, seed, device, distributed=distributed)
+    model = cls(local, len(x_te), lr, seed, device, distributed=distributed,
+                regularize=regularize)
     rng = np.random.default_rng(seed)
     hist = History()
     t0 = time.perf_counter()
@@ -323,6 +362,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="at most N training batches per epoch (a quick smoke run)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print one line per epoch")
+    p.add_argument("--no-batch-norm", action="store_true",
+                   help="the CNN without batch norm and dropout (as --distributed trains it: "
+                        "per-rank batch statistics would differ from one process's)")
     p.add_argument("--distributed", action="store_true",
                    help="data parallel under torchrun (gloo on CPUs, NCCL with --device cuda): "
                         "torchrun --nproc_per_node=2 -m mpsgraph demo --distributed")
@@ -354,7 +396,8 @@ def run(args: argparse.Namespace) -> int:
     for k in kinds:
         h = hist[k] = train(k, data, args.epochs, device, args.seed, verbose=args.verbose,
                             limit_batches=args.limit_batches,
-                            distributed=getattr(args, "distributed", False))
+                            distributed=getattr(args, "distributed", False),
+                            regularize=False if getattr(args, "no_batch_norm", False) else None)
         say(f"{k}: test accuracy {100 * h.test_acc[-1]:.1f}%, test loss "
             f"{h.test_loss[-1]:.4f} after {len(h.loss)} epochs ({h.seconds:.1f} s)",
             flush=True)
