@@ -117,3 +117,18 @@ def _devices() -> list:
 
 
 DEVICES = _devices()
+
+
+# ------------------------------------------------------------------ the API list (surface tests)
+def api_rows(path, keep) -> list[dict]:
+    """The rows of an MPSGRAPH_API.tsv copy (header, swift_signature, objc_selector, ...) for
+    which `keep(row)` holds."""
+    import csv
+
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f, delimiter="\t") if keep(r)]
+
+
+def swift_base(sig: str) -> str:
+    """The Swift base name of a signature: `gather(withUpdatesTensor:...)` -> `gather`."""
+    return sig.split("(")[0]

@@ -839,12 +839,6 @@ class RandomOpDescriptor(Descriptor):
 
 
 
-def _check_type(d: object, cls: type, op: str, name: str | None, argument: str) -> None:
-    if not isinstance(d, cls):
-        raise op_error(DescriptorError, op, argument, f"a {cls.__name__}", type(d).__name__,
-                       name)
-
-
 @dataclass
 class FFTDescriptor(Descriptor):
     """`MPSGraphFFTDescriptor` with Apple's defaults: `inverse=False` (phase factor
@@ -862,7 +856,7 @@ class FFTDescriptor(Descriptor):
 
     def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
                        ) -> FFTDescriptor:
-        _check_type(self, FFTDescriptor, op, name, argument)
+        _type_check(self, FFTDescriptor, op, name, argument)
         d = dataclasses.replace(self)
         d.inverse = _check_bool(op, name, "inverse", d.inverse, argument)
         d.roundToOddHermitean = _check_bool(op, name, "roundToOddHermitean",

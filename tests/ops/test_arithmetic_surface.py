@@ -7,7 +7,6 @@ runs without the shared folder); when the shared file is present, the copy must 
 
 from __future__ import annotations
 
-import csv
 import inspect
 import math
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows, swift_base
 from mpsgraph.ops.arithmetic import ELEMENTWISE
 
 DT = mg.DataType
@@ -28,13 +27,11 @@ HEADER = "MPSGraphArithmeticOps"
 KEYWORDS = {"not": "not_", "if": "if_", "for": "for_", "while": "while_"}
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] == HEADER]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] == HEADER)
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():

@@ -8,7 +8,6 @@ The headers' rows are a copy of ../shared/MPSGRAPH_API.tsv's (tests/data/)."""
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "data" / "MPSGRAPH_API_control.tsv"
@@ -27,9 +26,8 @@ OBJC = {"else": "elseBlock", "with": "operations"}  # Swift labels that are Pyth
 F32 = mg.float32
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] in HEADERS]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] in HEADERS)
 
 
 def test_the_copy_matches_the_shared_list():

@@ -10,7 +10,6 @@ file is present, the copy must match it."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import inspect
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows, swift_base
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -32,13 +31,11 @@ HEADERS = ("MPSGraphConvolutionOps", "MPSGraphConvolutionTransposeOps",
 P, L, M = mg.PaddingStyle, mg.TensorNamedDataLayout, mg.PoolingReturnIndicesMode
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] in HEADERS]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] in HEADERS)
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():

@@ -11,7 +11,6 @@ present, the copy must match it."""
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows, swift_base
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "data" / "MPSGRAPH_API_gather_sort.tsv"
@@ -32,13 +31,11 @@ def _mine(r: dict) -> bool:
     return r["header"] in HEADERS or r["swift_signature"].startswith("HammingDistance(")
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if _mine(r)]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: _mine(r))
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():

@@ -8,13 +8,13 @@ the shared folder); when the shared file is present, the copy must match it."""
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
 import pytest
 
 import mpsgraph as mg
+from helpers import api_rows, swift_base
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "data" / "MPSGRAPH_API_norm_random.tsv"
@@ -27,13 +27,11 @@ def _mine(r: dict) -> bool:
         r["header"] == "MPSGraphMemoryOps" and _base(r["swift_signature"]) in MEMORY)
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if _mine(r)]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: _mine(r))
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():

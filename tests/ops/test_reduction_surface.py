@@ -8,7 +8,6 @@ runs without the shared folder); when the shared file is present, the copy must 
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows, swift_base
 from mpsgraph.ops.cumulative import CUMULATIVE
 from mpsgraph.ops.reduction import REDUCTIONS
 
@@ -27,13 +26,11 @@ SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
 HEADERS = ("MPSGraphReductionOps", "MPSGraphCumulativeOps")
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] in HEADERS]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] in HEADERS)
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():

@@ -6,7 +6,6 @@ flipZ and resetAfter decisions pinned by name; validation; the RNN header's surf
 
 from __future__ import annotations
 
-import csv
 import itertools
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows
 from oracles import gru_f64 as ref
 
 A = mg.RNNActivation
@@ -722,9 +721,8 @@ COPY = HERE.parent / "data" / "MPSGRAPH_API_rnn.tsv"
 SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
 
 
-def _rows(path):
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] == "MPSGraphRNNOps"]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] == "MPSGraphRNNOps")
 
 
 def test_the_rnn_copy_matches_the_shared_list():

@@ -9,7 +9,6 @@ runs without the shared folder); when the shared file is present, the copy must 
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES
+from helpers import DEVICES, api_rows, swift_base
 
 DT = mg.DataType
 PM = mg.PaddingMode
@@ -31,13 +30,11 @@ KEYWORD_LABELS = {("padTensor", "with"): "withPaddingMode",
 OBJC_NAMES = {"depth": "depthToSpace2D", "space": "spaceToDepth2D"}  # API.md rule 8
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t") if r["header"] == HEADER]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] == HEADER)
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def _labels(sig: str) -> list[str]:

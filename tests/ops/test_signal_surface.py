@@ -7,13 +7,13 @@ file is present, the copy must match it."""
 
 from __future__ import annotations
 
-import csv
 import inspect
 from pathlib import Path
 
 import pytest
 
 import mpsgraph as mg
+from helpers import api_rows, swift_base
 
 HERE = Path(__file__).resolve().parent
 COPY = HERE.parent / "data" / "MPSGRAPH_API_signal.tsv"
@@ -27,15 +27,12 @@ FIRST = {"_", "withGradientTensor", "withSourceTensor", "withBoxesTensor", "quer
 NOT_YET: set[str] = set()
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f, delimiter="\t")
-                if r["header"] in HEADERS or r["swift_signature"].startswith(
-                    "scaledDotProductAttention(")]
+def _rows(path) -> list[dict]:
+    return api_rows(path, lambda r: r["header"] in HEADERS
+                    or r["swift_signature"].startswith("scaledDotProductAttention("))
 
 
-def _base(sig: str) -> str:
-    return sig.split("(")[0]
+_base = swift_base
 
 
 def _labels(sig: str) -> list[str]:
