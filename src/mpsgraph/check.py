@@ -670,7 +670,30 @@ def _ops_table():
          lambda a, s: (a - a.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
              a.var(axis=(0, 2, 3), keepdims=True) + np.float64(np.float32(1e-3))) * s,
          [(3, 2, 2, 3), (1, 2, 1, 1)], "any"),
+        ("resize", "resizeBilinear (alignCorners)", lambda g, a: g.resizeBilinear(
+            a, [5, 4], layout=L.NCHW, alignCorners=True),
+         lambda a: np.einsum("oh,nchw,pw->ncop", _align_corners(3, 5), a,
+                             _align_corners(3, 4)), [(2, 2, 3, 3)], "any"),
+        ("attention", "scaledDotProductAttention", lambda g, q, k, v: g.scaledDotProductAttention(
+            q, k, v), _sdpa_ref, [(2, 3, 4), (2, 5, 4), (2, 5, 3)], "any"),
     ] + _math_ops_table() + _conv_pool_extra_table(pool_ref)
+
+
+def _align_corners(n_in: int, n_out: int) -> np.ndarray:
+    """[n_out, n_in] linear interpolation weights with corners on corners."""
+    w = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        c = o * (n_in - 1) / (n_out - 1)
+        i = min(int(np.floor(c)), n_in - 2)
+        w[o, i], w[o, i + 1] = 1 - (c - i), c - i
+    return w
+
+
+def _sdpa_ref(q, k, v):
+    """softmax(q k^T / sqrt(d)) v over the last two axes."""
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
 def _conv_pool_extra_table(pool_ref):
