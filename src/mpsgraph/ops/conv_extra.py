@@ -46,9 +46,10 @@ from ..descriptors import (
     DepthwiseConvolution2DOpDescriptor,
     DepthwiseConvolution3DOpDescriptor,
 )
-from ..errors import DataTypeError, ShapeError
-from ..types import DataType, PaddingStyle, ShapedType
+from ..errors import ShapeError
+from ..types import PaddingStyle, ShapedType
 from ..types import TensorNamedDataLayout as L
+from ._checks import output_shape_value
 from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
 from ._shape_math import UNKNOWN, conv_output_size, known
@@ -304,22 +305,9 @@ def _family_of(kind: str) -> str:
 def _shape_arg(ctx: InferContext, fam: _Family, rank: int | None, what: str
                ) -> list[int] | None:
     """outputShape from the list attr or the shape tensor (None when its value is unknown)."""
-    a: _OpAttrs = ctx.attrs
-    if a.output_shape is not None:
-        shape = list(a.output_shape)
-    else:
-        t = ctx.type_of("outputShape")
-        if t.dataType not in (DataType.int32, DataType.int64):
-            raise ctx.error(DataTypeError, "outputShape", "an int32 or int64 shape tensor",
-                            t.dataType)
-        if t.shape is not None and rank is not None and (
-                len(t.shape) != 1 or t.shape[0] not in (rank, UNKNOWN)):
-            raise ctx.error(ShapeError, "outputShape", f"a 1-D shape tensor with {rank} "
-                            "elements", f"shape {t.shape}")
-        v = ctx.value_of("outputShape")
-        if v is None:
-            return None
-        shape = [int(s) for s in np.asarray(v).reshape(-1)]
+    shape = output_shape_value(ctx, rank)
+    if shape is None:
+        return None
     if (rank is not None and len(shape) != rank) or any(s < 0 for s in shape):
         raise ctx.error(ShapeError, "outputShape", f"{rank} sizes >= 0 ({what})", shape)
     return shape
@@ -545,19 +533,7 @@ def _infer_transpose_dgrad(ctx):
     inner = _renamed(ctx, {"incomingGradient": "source"})
     outs, attrs = _infer_convolution2D(inner)
     shape = outs[0].shape
-    a = ctx.attrs
-    if a.output_shape is not None:
-        want = list(a.output_shape)
-    else:
-        t = ctx.type_of("outputShape")
-        if t.dataType not in (DataType.int32, DataType.int64):
-            raise ctx.error(DataTypeError, "outputShape", "an int32 or int64 shape tensor",
-                            t.dataType)
-        if t.shape is not None and (len(t.shape) != 1 or t.shape[0] not in (4, UNKNOWN)):
-            raise ctx.error(ShapeError, "outputShape", "a 1-D shape tensor with 4 elements",
-                            f"shape {t.shape}")
-        v = ctx.value_of("outputShape")
-        want = None if v is None else [int(s) for s in np.asarray(v).reshape(-1)]
+    want = output_shape_value(ctx, 4)
     if want is not None and shape is not None and (
             len(want) != 4 or any(known(s) and s != w for s, w in zip(shape, want))):
         raise ctx.error(ShapeError, "outputShape", f"the shape of convolution2D("

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..descriptors import Convolution2DOpDescriptor
-from ..errors import DataTypeError, GraphError, ShapeError
-from ..types import DataType, PaddingStyle, ShapedType, TensorNamedDataLayout
+from ..errors import GraphError, ShapeError
+from ..types import PaddingStyle, ShapedType, TensorNamedDataLayout
+from ._checks import output_shape_value
 from ._checks import rank4_canonical as _rank4
 from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
@@ -131,21 +132,9 @@ def with_layout_hint(infer, nouns: dict[str, str]):
 def _output_shape_arg(ctx: InferContext, rank_of: str, layout: TensorNamedDataLayout
                       ) -> list[int]:
     """outputShape from the list attr or the shape tensor (value known or not), canonical."""
-    a: _ConvOpAttrs = ctx.attrs
-    if a.output_shape is not None:
-        shape = list(a.output_shape)
-    else:
-        t = ctx.type_of("outputShape")
-        if t.dataType not in (DataType.int32, DataType.int64):
-            raise ctx.error(DataTypeError, "outputShape", "an int32 or int64 shape tensor",
-                            t.dataType)
-        if t.shape is not None and (len(t.shape) != 1 or t.shape[0] not in (4, UNKNOWN)):
-            raise ctx.error(ShapeError, "outputShape", "a 1-D shape tensor with 4 elements",
-                            f"shape {t.shape}")
-        v = ctx.value_of("outputShape")
-        if v is None:
-            return [UNKNOWN] * 4
-        shape = [int(s) for s in np.asarray(v).reshape(-1)]
+    shape = output_shape_value(ctx, 4)
+    if shape is None:
+        return [UNKNOWN] * 4
     if len(shape) != 4 or any(s < 0 for s in shape):
         raise ctx.error(ShapeError, "outputShape", f"4 sizes >= 0 ({rank_of}, "
                         f"{layout.name})", shape)

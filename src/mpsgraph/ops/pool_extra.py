@@ -33,12 +33,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..descriptors import ImToColOpDescriptor, Pooling2DOpDescriptor, Pooling4DOpDescriptor
 from ..errors import DataTypeError, ShapeError
 from ..types import DataType, PaddingStyle, ShapedType
 from ..types import TensorNamedDataLayout as L
+from ._checks import output_shape_value
 from ._checks import same_float_type as _check_float
 from ._registry import InferContext, register_op
 from ._shape_math import UNKNOWN, known
@@ -210,21 +209,11 @@ def _infer_pool_gradient_indices(ctx: InferContext):
         raise ctx.error(ShapeError, "descriptor.returnIndicesMode", "the mode the indices "
                         "were made with (not none)", "PoolingReturnIndicesMode.none")
     # outputShape: list attr or shape tensor
-    if ctx.attrs.output_shape is not None:
-        shape = list(ctx.attrs.output_shape)
-    else:
+    shape = output_shape_value(ctx, None)
+    if shape is None:
         t = ctx.type_of("outputShape")
-        if t.dataType not in (DataType.int32, DataType.int64):
-            raise ctx.error(DataTypeError, "outputShape", "an int32 or int64 shape tensor",
-                            t.dataType)
-        if t.shape is not None and len(t.shape) != 1:
-            raise ctx.error(ShapeError, "outputShape", "a 1-D shape tensor",
-                            f"shape {t.shape}")
-        v = ctx.value_of("outputShape")
-        if v is None:
-            n = gshape and len(gshape) or (t.shape[0] if t.shape else None)
-            return [ShapedType(None if n in (None, UNKNOWN) else [UNKNOWN] * n, dt)], None
-        shape = [int(x) for x in np.asarray(v).reshape(-1)]
+        n = gshape and len(gshape) or (t.shape[0] if t.shape else None)
+        return [ShapedType(None if n in (None, UNKNOWN) else [UNKNOWN] * n, dt)], None
     if any(x < 0 for x in shape) or (gshape is not None and len(shape) != len(gshape)):
         raise ctx.error(ShapeError, "outputShape", "the forward source's shape (sizes >= 0, "
                         f"the gradient's rank {None if gshape is None else len(gshape)})",
