@@ -26,6 +26,7 @@ from .types import (
     FFTScalingMode,
     PaddingMode,
     PaddingStyle,
+    PoolingReturnIndicesMode,
     RandomDistribution,
     RandomNormalSamplingMethod,
     ReductionMode,
@@ -402,27 +403,6 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
 
 
 # ---------------------------------------------------------------------------- issue 18
-class PoolingReturnIndicesMode(IntEnum):
-    """`MPSGraphPoolingReturnIndicesMode` (Swift case names; raw values of MPSGraphPoolingOps.h).
-
-    global*: the index of the maximum in the source, flattened over the 1..4 innermost axes;
-    local*: its index inside the pooling window, flattened over the window's 1..4 innermost
-    axes (docs/semantics.md, "Convolution and pooling (issue 18)")."""
-
-    none = 0
-    globalFlatten1D = 1
-    globalFlatten2D = 2
-    globalFlatten3D = 3
-    globalFlatten4D = 4
-    localFlatten1D = 5
-    localFlatten2D = 6
-    localFlatten3D = 7
-    localFlatten4D = 8
-
-    def __repr__(self) -> str:
-        return f"PoolingReturnIndicesMode.{self.name}"
-
-
 def _check_int_list(op: str, name: str | None, prop: str, value: object, n: int, minimum: int,
                     argument: str) -> tuple[int, ...]:
     """A property that is a sequence of exactly `n` ints >= minimum (an NSArray<NSNumber>)."""

@@ -27,6 +27,7 @@ __all__ = [
     "NonMaximumSuppressionCoordinateMode",
     "SparseStorageType",
     "ReductionMode",
+    "PoolingReturnIndicesMode",
 ]
 
 
@@ -360,3 +361,24 @@ class ReductionMode(_Enum):
     product = 3
     argumentMin = 4
     argumentMax = 5
+
+
+class PoolingReturnIndicesMode(IntEnum):
+    """`MPSGraphPoolingReturnIndicesMode` (Swift case names; raw values of MPSGraphPoolingOps.h).
+
+    global*: the index of the maximum in the source, flattened over the 1..4 innermost axes;
+    local*: its index inside the pooling window, flattened over the window's 1..4 innermost
+    axes (docs/semantics.md, "Convolution and pooling (issue 18)")."""
+
+    none = 0
+    globalFlatten1D = 1
+    globalFlatten2D = 2
+    globalFlatten3D = 3
+    globalFlatten4D = 4
+    localFlatten1D = 5
+    localFlatten2D = 6
+    localFlatten3D = 7
+    localFlatten4D = 8
+
+    def __repr__(self) -> str:
+        return f"PoolingReturnIndicesMode.{self.name}"
