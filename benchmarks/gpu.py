@@ -542,6 +542,191 @@ def conv_row(bench, J, case: ConvCase, op: str, mdev, rtol, atol) -> dict:
     }
 
 
+class ExtraConvCase:
+    """A case of the rest of the convolution family (issue 18): convolution3D, the transposed
+    2-D convolution, and depthwise 2-D through depthwiseConvolution2D and through
+    depthwiseConvolution3D as PyTorch's MPS backend calls it (rank-4 source, weights
+    [1, C, kH, kW], channelDimensionIndex -3). The torch side is one aten.convolution /
+    convolution_backward call (cuDNN) with the same meaning."""
+
+    def __init__(self, kind: str, layout: str, dtname: str, device: torch.device, seed=0,
+                 smoke: bool = False):
+        self.kind, self.layout, self.dtname = kind, layout, dtname
+        self.tdt, self.mdt = DTYPES[dtname]
+        gen = torch.Generator().manual_seed(seed)
+        self.p, self.transposed = 1, kind == "transpose2d"
+        if kind == "conv3d":   # N=8, C=O=64, 16x56x56, 3x3x3, pad 1
+            n, c, o, sp, self.k, self.s = (2, 4, 4, (3, 5, 6), 3, 1) if smoke else \
+                (8, 64, 64, (16, 56, 56), 3, 1)
+            xs, ws, ys = (n, c, *sp), (o, c, 3, 3, 3), (n, o, *sp)
+            self.g, self.flops = 1, 2.0 * n * o * float(np.prod(sp)) * c * 27
+        elif kind == "transpose2d":  # N=32, 128 -> 64, 28x28 -> 56x56, 4x4, stride 2, pad 1
+            n, c, o, hw = (2, 6, 4, 5) if smoke else (32, 128, 64, 28)
+            self.k, self.s, self.g, sp = 4, 2, 1, (hw, hw)
+            xs, ws, ys = (n, c, hw, hw), (c, o, 4, 4), (n, o, 2 * hw, 2 * hw)
+            self.flops = 2.0 * n * c * hw * hw * o * 16
+        else:  # "dw2d" / "dw3d": N=32, C=256, 56x56, 3x3, pad 1
+            n, c, hw = (2, 8, 7) if smoke else (32, 256, 56)
+            o, self.k, self.s, self.g, sp = c, 3, 1, c, (hw, hw)
+            xs, ws, ys = (n, c, hw, hw), (c, 1, 3, 3), (n, c, hw, hw)
+            self.flops = 2.0 * n * c * hw * hw * 9
+        self.n, self.c, self.o = n, c, o
+        x = torch.randn(xs, generator=gen)
+        wt = torch.randn(ws, generator=gen) / float(np.sqrt(np.prod(ws[1:])))
+        dy = torch.randn(ys, generator=gen)
+        self.h, self.w = sp[-2], sp[-1]
+        x, wt, dy = (a.to(device=device, dtype=self.tdt) for a in (x, wt, dy))
+        cl = layout in ("NHWC", "NDHWC")
+        mf = ((torch.channels_last_3d if x.dim() == 5 else torch.channels_last) if cl
+              else torch.contiguous_format)
+        self.tx, self.tw, self.tdy = (a.contiguous(memory_format=mf) for a in (x, wt, dy))
+        last = (0, *range(2, x.dim()), 1)                   # NC... -> N...C
+        wlast = (*range(2, x.dim()), 1, 0)                  # OI... -> ...IO
+        if kind in ("dw2d", "dw3d"):  # [M=1, C, kH, kW] (OIHW; dw3d: PyTorch's call) or HWIO
+            self._wperm = (2, 3, 0, 1) if cl else (1, 0, 2, 3)
+            self.w_l = wt.permute(*self._wperm).contiguous()
+        else:
+            self.w_l = wt.permute(*wlast).contiguous() if cl else wt.contiguous()
+        self.x_l = x.permute(*last).contiguous() if cl else x.contiguous()
+        self.dy_l = dy.permute(*last).contiguous() if cl else dy.contiguous()
+        self._last, self._wlast = last, wlast
+
+    def label(self) -> str:
+        return {"conv3d": "conv3D 16x56x56 64->64 k3x3x3",
+                "transpose2d": "convTranspose2D 28x28 128->64 k4 s2",
+                "dw2d": "depthwiseConv2D 56x56 C256 k3",
+                "dw3d": "depthwiseConv3D (PyTorch's call) 56x56 C256 k3"}[self.kind]
+
+    def torch_fn(self, op: str):
+        aten = torch.ops.aten
+        nd = self.tx.dim() - 2
+        st, pd, dl, op0 = [self.s] * nd, [self.p] * nd, [1] * nd, [0] * nd
+        x, w, dy, g, tr = self.tx, self.tw, self.tdy, self.g, self.transposed
+        if op == "forward":
+            return lambda: aten.convolution(x, w, None, st, pd, dl, tr, op0, g)
+        if op == "data_grad":
+            return lambda: aten.convolution_backward(dy, x, w, None, st, pd, dl, tr, op0, g,
+                                                     [True, False, False])[0]
+        return lambda: aten.convolution_backward(dy, x, w, None, st, pd, dl, tr, op0, g,
+                                                 [False, True, False])[1]
+
+    def torch_in_layout(self, op: str, t: torch.Tensor) -> torch.Tensor:
+        if op == "weights_grad":
+            if self.kind in ("dw2d", "dw3d"):
+                return t.permute(*self._wperm)
+            return t.permute(*self._wlast) if self.layout in ("NHWC", "NDHWC") else t
+        return t.permute(*self._last) if self.layout in ("NHWC", "NDHWC") else t
+
+    def _descriptor(self):
+        TL, p, s = mg.TensorNamedDataLayout, self.p, self.s
+        cl = self.layout in ("NHWC", "NDHWC")
+        if self.kind == "conv3d":
+            return mg.Convolution3DOpDescriptor(
+                paddingLeft=p, paddingRight=p, paddingTop=p, paddingBottom=p, paddingFront=p,
+                paddingBack=p, dataLayout=TL.NDHWC if cl else TL.NCDHW,
+                weightsLayout=TL.DHWIO if cl else TL.OIDHW)
+        if self.kind == "dw3d":
+            return mg.DepthwiseConvolution3DOpDescriptor(
+                strides=[1, 1, 1], dilationRates=[1, 1, 1], paddingValues=[0, 0, p, p, p, p],
+                paddingStyle=mg.PaddingStyle.explicit, channelDimensionIndex=-3)
+        kw = dict(strideInX=s, strideInY=s, dilationRateInX=1, dilationRateInY=1,
+                  paddingLeft=p, paddingRight=p, paddingTop=p, paddingBottom=p,
+                  paddingStyle=mg.PaddingStyle.explicit, dataLayout=TL.NHWC if cl else TL.NCHW,
+                  weightsLayout=TL.HWIO if cl else TL.OIHW)
+        if self.kind == "dw2d":
+            return mg.DepthwiseConvolution2DOpDescriptor(**kw)
+        return mg.Convolution2DOpDescriptor(groups=1, **kw)
+
+    def compile_ours(self, op: str, device, **options):
+        g, dt, d = mg.Graph(), self.mdt, self._descriptor()
+
+        def ph(t, name):
+            return g.placeholder(shape=list(t.shape), dataType=dt, name=name)
+
+        xs, ws = list(self.x_l.shape), list(self.w_l.shape)
+        fwd = {"conv3d": g.convolution3D, "dw2d": g.depthwiseConvolution2D,
+               "dw3d": g.depthwiseConvolution3D}
+        if self.kind == "transpose2d":
+            # source = x [N, 128, 28, 28] (the forward conv's output), result [N, 64, 56, 56]
+            ys = list(self.dy_l.shape)
+            if op == "forward":
+                a, b = ph(self.x_l, "x"), ph(self.w_l, "w")
+                y = g.convolutionTranspose2D(a, b, outputShape=ys, descriptor=d)
+                inputs = [self.x_l, self.w_l]
+            elif op == "data_grad":
+                a, b = ph(self.dy_l, "dy"), ph(self.w_l, "w")
+                y = g.convolutionTranspose2DDataGradient(a, b, outputShape=xs,
+                                                         forwardConvolutionDescriptor=d)
+                inputs = [self.dy_l, self.w_l]
+            else:
+                a, b = ph(self.dy_l, "dy"), ph(self.x_l, "x")
+                y = g.convolutionTranspose2DWeightsGradient(a, source=b, outputShape=ws,
+                                                            forwardConvolutionDescriptor=d)
+                inputs = [self.dy_l, self.x_l]
+        else:
+            name = {"conv3d": "convolution3D", "dw2d": "depthwiseConvolution2D",
+                    "dw3d": "depthwiseConvolution3D"}[self.kind]
+            dkw = ("forwardConvolutionDescriptor" if self.kind == "conv3d" else "descriptor")
+            if op == "forward":
+                a, b = ph(self.x_l, "x"), ph(self.w_l, "w")
+                y = fwd[self.kind](a, b, descriptor=d)
+                inputs = [self.x_l, self.w_l]
+            elif op == "data_grad":
+                a, b = ph(self.dy_l, "dy"), ph(self.w_l, "w")
+                y = getattr(g, name + "DataGradient")(a, b, outputShape=xs, **{dkw: d})
+                inputs = [self.dy_l, self.w_l]
+            else:
+                a, b = ph(self.dy_l, "dy"), ph(self.x_l, "x")
+                y = getattr(g, name + "WeightsGradient")(a, b, outputShape=ws, **{dkw: d})
+                inputs = [self.dy_l, self.x_l]
+        feeds = {t: mg.ShapedType(list(v.shape), dt) for t, v in zip((a, b), inputs)}
+
+        def compile_fn(**opts):
+            return g.compile(feeds=feeds, targetTensors=[y], device=device, **opts)
+
+        return compile_fn(**options), inputs, compile_fn
+
+
+EXTRA_CASES = [("conv3d", "NCDHW"), ("conv3d", "NDHWC"), ("transpose2d", "NCHW"),
+               ("transpose2d", "NHWC"), ("dw2d", "NCHW"), ("dw2d", "NHWC"), ("dw3d", "NCHW")]
+
+
+def run_conv_extra(bench: Bench, dtypes, device, mdev, smoke: bool = False) -> list[dict]:
+    rows, no_jax = [], Jax.__new__(Jax)
+    no_jax.jax = None
+    for kind, layout in EXTRA_CASES:
+        for dtname in dtypes:
+            try:
+                case = ExtraConvCase(kind, layout, dtname, device, smoke=smoke)
+            except Exception as e:  # noqa: BLE001
+                print(f"  case setup failed: {short(e, 300)}", file=sys.stderr)
+                bench.cleanup()
+                continue
+            rtol, atol = TOL[dtname]
+            for op in OPS:
+                rows.append(conv_row(bench, no_jax, case, op, mdev, rtol, atol))
+                print(f"  done: {case.label()} {layout} {dtname} {op}", file=sys.stderr,
+                      flush=True)
+            del case
+            bench.cleanup()
+    return rows
+
+
+def print_conv_extra(rows) -> None:
+    print("## The rest of the convolution family (issue 18): ours vs cuDNN (aten)\n")
+    print("| case | layout | dtype | op | ours ms | torch ms | torch/ours | ours graph ms "
+          "| torch graph ms | torch graph/ours graph | target | verified |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    for r in rows:
+        c = r["cells"]
+        tgt = "1.5x" if r["groups"] > 1 else "0.95x"
+        print(f"| {r['shape']} | {r['layout']} | {r['dtype']} | {r['op']} "
+              f"| {c['ours'].show()} | {c['torch'].show()} | {ratio(c['torch'], c['ours'])} "
+              f"| {c['ours_graph'].show()} | {c['torch_graph'].show()} "
+              f"| {ratio(c['torch_graph'], c['ours_graph'])} | {tgt} | {r['verified']} |")
+    print()
+
+
 def print_conv(rows) -> None:
     ns = sorted({r["N"] for r in rows})
     print(f"## Convolution (N={', '.join(map(str, ns))}, padding k//2 explicit)\n")
@@ -925,7 +1110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     ap.add_argument("--repeat", type=int, default=None, help="timed runs (GPU default 20)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 3)")
-    ap.add_argument("--only", choices=("conv", "lstm"), help="run one section only")
+    ap.add_argument("--only", choices=("conv", "conv-extra", "lstm"),
+                    help="run one section only")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="comma list")
     ap.add_argument("--cudnn-benchmark", action="store_true",
                     help="torch.backends.cudnn.benchmark = True (affects ours and torch alike)")
@@ -985,6 +1171,11 @@ def main(argv=None) -> int:
     if args.only in (None, "conv"):
         conv_rows = run_conv(bench, J, conv_shapes, dtypes, device, mdev)
         print_conv(conv_rows)
+        sys.stdout.flush()
+    if args.only == "conv-extra" or (args.only is None and not args.quick):
+        extra_rows = run_conv_extra(bench, dtypes, device, mdev, smoke)
+        print_conv_extra(extra_rows)
+        conv_rows = conv_rows + extra_rows
         sys.stdout.flush()
     if args.only in (None, "lstm"):
         lstm_rows = run_lstm(bench, lstm_shapes, dtypes, device, mdev, compile_ok)
