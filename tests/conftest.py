@@ -3,8 +3,16 @@ one of cpu / torch-cpu / cuda) and the gpu marker's skip."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
+
+# the torch backend's autotuner (on by default on CUDA) keeps its choices in a per-session
+# file here, never in the user's cache (backends/torch/autotune.py)
+os.environ.setdefault("MPSGRAPH_AUTOTUNE_CACHE",
+                      os.path.join(tempfile.mkdtemp(prefix="mpsgraph-tests-"), "autotune.json"))
 
 
 def _has_cuda() -> bool:

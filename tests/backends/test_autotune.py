@@ -443,3 +443,73 @@ def test_cudnn_path_training_step_gpu(bidir, dtname):
                                "initState", "initCell"]):
         np.testing.assert_allclose(gv.float().cpu().numpy().reshape(lv[n].shape),
                                    lv[n].grad.numpy(), err_msg=n, **tol)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_depthwise_paths_under_interpreter(tuner, monkeypatch, layout):
+    """Under TRITON_INTERPRET=1 a depthwise convolution has two candidates (the Triton kernels
+    and cuDNN's aten path; NHWC's forward and weights gradient too, which the hand rule keeps
+    on cuDNN): both are timed, and each path, forced, agrees with float64 torch."""
+    pytest.importorskip("triton")
+    import torch.nn.functional as F
+    from helpers import triton_kernels
+
+    triton_kernels("depthwise_conv", "depthwise_conv_wgrad")
+    from mpsgraph.backends.torch import convolution as conv
+    from mpsgraph.ops.convolution import Conv2DAttrs  # noqa: F401
+
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.delenv("MPSGRAPH_NO_TRITON", raising=False)
+    import mpsgraph as mg
+
+    n, c, h, w, k, s = 2, 3, 5, 4, 3, 2
+    TL = mg.TensorNamedDataLayout
+    nhwc = layout == "NHWC"
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((n, c, h, w))
+    wt = rng.standard_normal((c, 1, k, k))
+    xt, wtt = torch.tensor(x, requires_grad=True), torch.tensor(wt, requires_grad=True)
+    y = F.conv2d(xt, wtt, stride=s, padding=1, groups=c)
+    dy = torch.tensor(rng.standard_normal(tuple(y.shape)))
+    y.backward(dy)
+    to_l = (lambda a: a.transpose(0, 2, 3, 1)) if nhwc else (lambda a: a)
+    w_l = wt.transpose(2, 3, 1, 0) if nhwc else wt
+    desc = mg.Convolution2DOpDescriptor(
+        strideInX=s, strideInY=s, dilationRateInX=1, dilationRateInY=1, groups=c,
+        paddingLeft=1, paddingRight=1, paddingTop=1, paddingBottom=1,
+        paddingStyle=mg.PaddingStyle.explicit, dataLayout=TL.NHWC if nhwc else TL.NCHW,
+        weightsLayout=TL.HWIO if nhwc else TL.OIHW)
+    g = mg.Graph()
+    xa = g.placeholder(list(to_l(x).shape), dataType=mg.float32, name="x")
+    wa = g.placeholder(list(w_l.shape), dataType=mg.float32, name="w")
+    da = g.placeholder(list(to_l(dy.numpy()).shape), dataType=mg.float32, name="dy")
+    outs = [g.convolution2D(xa, weights=wa, descriptor=desc),
+            g.convolution2DDataGradient(da, weights=wa, outputShape=list(to_l(x).shape),
+                                        forwardConvolutionDescriptor=desc),
+            g.convolution2DWeightsGradient(da, source=xa, outputShape=list(w_l.shape),
+                                           forwardConvolutionDescriptor=desc)]
+    feeds = {t: mg.ShapedType(list(t.shape), mg.float32) for t in (xa, wa, da)}
+    vals = {"x": to_l(x), "w": w_l, "dy": to_l(dy.numpy())}
+    want = [to_l(y.detach().numpy()), to_l(xt.grad.numpy()),
+            wtt.grad.numpy().transpose(2, 3, 1, 0) if nhwc else wtt.grad.numpy()]
+    for fastest in ("triton", "cudnn"):
+        autotune.clear(memory_only=False)
+        order: list[str] = []
+
+        def timer(fn, dev, order=order):
+            fn()
+            order.append("x")
+            return 1.0 if len(order) % 2 == (1 if fastest == "cudnn" else 0) else 2.0
+
+        autotune.set_timer(timer)
+        exe = g.compile(feeds, outs, device="torch-cpu")
+        got = exe.run([torch.tensor(vals[t.operation.name], dtype=torch.float32)
+                       for t in exe.feedTensors])
+        ev = autotune.events()
+        assert len(ev) == 3 and all(set(e["times_ms"]) == {"cudnn", "triton"} for e in ev)
+        assert all(e["choice"] == fastest for e in ev), ev
+        for gv, wv in zip(got, want):
+            gv = np.asarray(gv.array if hasattr(gv, "array") else gv, dtype=np.float64)
+            np.testing.assert_allclose(gv, wv, rtol=1e-4, atol=1e-5)
+    del conv

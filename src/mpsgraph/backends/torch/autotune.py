@@ -3,8 +3,9 @@
 A kernel with several ways to compute the same result (the LSTM: cuDNN, the cluster kernels,
 the persistent kernels under a few tilings, the per-step path; a convolution: the Triton
 depthwise kernels or cuDNN, NCHW or channels_last) asks `choose(key, candidates, fallback)`.
-The first call of a new key times every candidate once, device-only (`timer`: a warm-up call,
-then `REPLAYS` calls between CUDA events, the median), keeps the fastest and records it in
+The first call of a new key times every candidate once, device-only (`default_timer`: a
+warm-up call, then the candidate captured in a private CUDA graph and replayed `REPLAYS` times
+between CUDA events, the median; MPSGRAPH_AUTOTUNE_GRAPH=0 times eager calls instead), keeps the fastest and records it in
 memory and in a small JSON file; later calls (and later processes on the same machine and
 versions) read the answer back. The hand rules stay the fallback: they answer
 
@@ -214,23 +215,48 @@ def clear(memory_only: bool = True) -> None:
 # timing
 
 
+def _events_median(run: Callable[[], Any]) -> float:
+    ts = []
+    for _ in range(REPLAYS):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        run()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
 def default_timer(fn: Callable[[], Any], device: torch.device) -> float:
-    """Milliseconds of one call of `fn`, device-only on CUDA: a warm-up call (it compiles what
-    needs compiling), then REPLAYS calls each between two CUDA events, the median; on other
-    devices perf_counter around each call."""
+    """Milliseconds of one call of `fn`. On CUDA device-only: a warm-up call on a side stream
+    (it compiles what needs compiling), then `fn` captured in a private CUDA graph and
+    replayed REPLAYS times between CUDA events, the median (what a captured executable
+    replays; host launch gaps excluded); where the capture fails, REPLAYS eager calls between
+    events. On other devices perf_counter around each call."""
     if device.type == "cuda":
-        fn()
-        torch.cuda.synchronize(device)
-        ts = []
-        for _ in range(REPLAYS):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
+        cur = torch.cuda.current_stream(device)
+        side = torch.cuda.Stream(device)
+        side.wait_stream(cur)
+        with torch.cuda.stream(side):
             fn()
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b))
-        return statistics.median(ts)
+        cur.wait_stream(side)
+        torch.cuda.synchronize(device)
+        graph = None
+        if os.environ.get("MPSGRAPH_AUTOTUNE_GRAPH", "1").strip() != "0":
+            try:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    fn()
+                graph.replay()
+                torch.cuda.synchronize(device)
+            except Exception:  # noqa: BLE001 - not capturable: time it eagerly
+                graph = None
+                torch.cuda.synchronize(device)
+        try:
+            return _events_median(graph.replay if graph is not None else fn)
+        finally:
+            del graph
     fn()
     ts = []
     for _ in range(REPLAYS):

@@ -27,6 +27,12 @@ or channels_last views in place (any padding, no F.pad copy), accumulate in floa
 straight into a result of the user's layout and dtype (the weights gradient through a small
 float32 [splits, O, kH*kW] buffer of partial sums, summed by torch).
 
+On CUDA the path of a call is chosen by measurement at its key's first call (autotune.py):
+the Triton depthwise kernels (where they run, NHWC forward and weights gradient included),
+cuDNN in the data layout's memory format, or cuDNN in the other one (NHWC computed as
+contiguous NCHW, NCHW as channels_last, the copies counted). The rules above (`_paths`' hand
+choice) are the fallback. The NHWC 1x1 matrix-product path below is not tuned.
+
 NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
 the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
 HWIO). MPSGRAPH_TRITON_TRANSPOSE=1 does these transposes with the tiled Triton kernel of
@@ -209,7 +215,8 @@ def _pick(op: str, a: Conv2DAttrs, shapes, t: torch.Tensor, paths, hand, run) ->
     key = autotune.key_string(
         "conv2d." + op, [list(s) for s in shapes], t.dtype,
         dict(stride=list(a.stride), dilation=list(a.dilation), pads=list(a.pads),
-             groups=a.groups, data=str(a.data_layout), weights=str(a.weights_layout)),
+             groups=a.groups, data=getattr(a.data_layout, "name", str(a.data_layout)),
+             weights=getattr(a.weights_layout, "name", str(a.weights_layout))),
         "tf32" if t.dtype == torch.float32 and torch.backends.cudnn.allow_tf32 else "ieee")
     return autotune.choose(key, {p: (lambda p=p: run(p)) for p in paths}, hand, t.device)
 

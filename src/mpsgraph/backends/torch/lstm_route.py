@@ -46,7 +46,10 @@ _DEFAULT_ACTS = (3, 3, 2, 3, 2)   # sigmoid i, f; tanh z; sigmoid o; tanh cell
 _HALF = (torch.float16, torch.bfloat16)
 _MODE_LSTM = 2                    # cudnnRNNMode_t CUDNN_LSTM
 _TAG = "_mpsgraph_cudnn_lstm"
-ALT_TILINGS = ((16, 16), (16, 32), (32, 16), (64, 16))
+# the persistent kernels' other tilings tried besides the plan's: one per regime of `plan`
+# (N <= 64: BLOCK_N 16 with BLOCK_U 16 or 32; larger N: BLOCK_U 16 with BLOCK_N 64 or 32), so
+# that a key costs at most two Triton compiles per kernel (compile time is tuning time)
+ALT_TILINGS = {True: ((16, 32), (16, 16)), False: ((64, 16), (32, 16))}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,9 +222,12 @@ def ours_paths(dev, dtype, T: int, N: int, H: int, D: int) -> list[str]:
     pl = rnn.plan_for(dev, dtype, N, H, D)
     if pl is not None:
         out.append("persistent")
-    if sms is not None:
-        for bn, bu in ALT_TILINGS:
-            if pl is not None and (pl.block_n, pl.block_u) == (bn, bu):
+    # float32 products far beyond the hand rule's cutoff (rnn.py `_persistent_plan`): the
+    # persistent kernels were measured far behind there; only the plan's tiling is tried
+    big = dtype == torch.float32 and N * 4 * H * H > 1 << 28
+    if sms is not None and pl is not None and not big:
+        for bn, bu in ALT_TILINGS[N <= 64]:
+            if (pl.block_n, pl.block_u) == (bn, bu):
                 continue
             if bn > 16 and bn >= 2 * lstm_seq_fwd.pow2(N):
                 continue
@@ -229,6 +235,7 @@ def ours_paths(dev, dtype, T: int, N: int, H: int, D: int) -> list[str]:
                 continue
             if lstm_seq_fwd.cdiv(N, bn) * lstm_seq_fwd.cdiv(H, bu) * D <= sms:
                 out.append(f"persistent:{bn},{bu}")
+                break
     return out
 
 

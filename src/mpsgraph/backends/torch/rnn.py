@@ -2,9 +2,14 @@
 (backends/numpy/rnn.py: the canonical argument forms, the equations and the backward are
 documented there and in ops/rnn.py).
 
-`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. Three
-ways to run the recurrence, chosen per call; MPSGRAPH_LSTM_KERNEL=persistent|step|torch forces
-one (default: persistent where it applies, else step, else torch):
+`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. On
+CUDA the way a call runs is chosen by measurement at its key's first call (lstm_route.py,
+autotune.py: cuDNN itself where the options map onto it, the cluster kernels, the persistent
+kernels under the plan's and a few other tilings, the per-step path); the hand rules below are
+the fallback (tuning off, a capture of an untuned key, MPSGRAPH_LSTM_KERNEL / _TILING set).
+Three ways to run the recurrence, chosen per call by the hand rules;
+MPSGRAPH_LSTM_KERNEL=persistent|step|torch forces one (default: persistent where it applies,
+else step, else torch):
 
 - persistent (Triton; CUDA, or the CPU under TRITON_INTERPRET=1; float32 / float16 /
   bFloat16): ONE launch for all steps and both directions of the forward
