@@ -513,3 +513,30 @@ def test_depthwise_paths_under_interpreter(tuner, monkeypatch, layout):
             gv = np.asarray(gv.array if hasattr(gv, "array") else gv, dtype=np.float64)
             np.testing.assert_allclose(gv, wv, rtol=1e-4, atol=1e-5)
     del conv
+
+
+def test_fast_key_skips_key_and_candidates(tuner, monkeypatch):
+    _, calls = tuner
+    built = []
+
+    def make():
+        built.append(1)
+        return cands("a", "b")
+
+    def key():
+        built.append("k")
+        return autotune.key_string("op", [12])
+
+    assert autotune.choose(key, make, "a", "cpu", fast_key=("op", 12)) == "b"
+    assert built == [1, "k"]
+    assert autotune.choose(key, make, "a", "cpu", fast_key=("op", 12)) == "b"
+    assert built == [1, "k"]  # decided: neither rebuilt
+    assert autotune.lookup(key, fast_key=("op", 12)) == "b"
+    monkeypatch.setenv("MPSGRAPH_AUTOTUNE", "0")  # off means off, even for a decided key
+    assert autotune.choose(key, make, "a", "cpu", fast_key=("op", 12)) == "a"
+    # a capture's fallback is not remembered
+    monkeypatch.setenv("MPSGRAPH_AUTOTUNE", "1")
+    monkeypatch.setattr(autotune, "capturing", lambda: True)
+    assert autotune.choose(lambda: "op:new", make, "a", "cpu", fast_key=("new",)) == "a"
+    monkeypatch.setattr(autotune, "capturing", lambda: False)
+    assert autotune.choose(lambda: "op:new", make, "a", "cpu", fast_key=("new",)) == "b"

@@ -53,6 +53,9 @@ _lock = threading.RLock()
 _memory: dict[str, dict[str, Any]] = {}     # key string -> entry (this identity's)
 _loaded_from: str | None = None             # the file _memory was read from
 _events: list[dict[str, Any]] = []
+# the callers' cheap tuple keys -> the answer (no key text, no candidate list, no file read on
+# the hot path: a decided call costs one dict lookup)
+_fast: dict[Any, str] = {}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -203,6 +206,7 @@ def clear(memory_only: bool = True) -> None:
     with _lock:
         _memory.clear()
         _events.clear()
+        _fast.clear()
         _loaded_from = None
         if not memory_only:
             try:
@@ -279,60 +283,93 @@ def set_timer(timer: Callable[[Callable[[], Any], torch.device], float] | None) 
 # the choice
 
 
-def choose(key: str, candidates: Mapping[str, Callable[[], Any]], fallback: str,
-           device: torch.device | str) -> str:
+def choose(key: str | Callable[[], str],
+           candidates: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any]],
+           fallback: str, device: torch.device | str, fast_key: Any = None) -> str:
     """The fastest of `candidates` (name -> a call running that path once) for `key`, tuned at
     the first call of the key, else the cached answer; `fallback` (the hand rule's choice)
     when tuning is off, a CUDA graph is being captured, or every candidate fails. A cached
-    answer that is no longer among the candidates is retuned."""
+    answer that is no longer among the candidates is retuned. `key` and `candidates` may be
+    callables that build them (only called when needed); with `fast_key` (a hashable tuple
+    that determines the key) a decided call answers from a dict."""
     device = torch.device(device)
-    if not enabled(device) or len(candidates) <= 1:
+    if not enabled(device):
+        return fallback
+    if fast_key is not None:
+        hit = _fast.get(fast_key)
+        if hit is not None:
+            return hit
+    if callable(candidates):
+        candidates = candidates()
+    if len(candidates) <= 1:
         return fallback if fallback in candidates or not candidates else next(iter(candidates))
+    if callable(key):
+        key = key()
+    with _lock:
+        choice = _choose(key, candidates, fallback, device)
+        if choice is not None and fast_key is not None:
+            _fast[fast_key] = choice
+        return fallback if choice is None else choice
+
+
+def _choose(key: str, candidates: Mapping[str, Callable[[], Any]], fallback: str,
+            device: torch.device) -> str | None:
+    """choose's body (under the lock); None: the fallback, not to be remembered (capture)."""
+    _load()
+    hit = _memory.get(key)
+    if hit is not None and hit["choice"] in candidates:
+        if hit.get("cached") and not hit.get("reported"):
+            hit["reported"] = True
+            _events.append({"key": key, "choice": hit["choice"], "times_ms":
+                            hit.get("times_ms", {}), "tune_ms": 0.0, "cached": True})
+        return hit["choice"]
+    if capturing():
+        return None
+    t0 = time.perf_counter()
+    times: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    for name, fn in candidates.items():
+        try:
+            times[name] = float(_timer(fn, device))
+        except Exception as e:  # noqa: BLE001 - a candidate that cannot run is no choice
+            errors[name] = f"{type(e).__name__}: {str(e)[:120]}"
+            if device.type == "cuda":
+                try:
+                    torch.cuda.synchronize(device)
+                except Exception:  # noqa: BLE001
+                    pass
+    tune_ms = (time.perf_counter() - t0) * 1e3
+    ok = {k: v for k, v in times.items() if math.isfinite(v)}
+    choice = min(ok, key=ok.get) if ok else fallback
+    entry = {"choice": choice, "times_ms": {k: round(v, 5) for k, v in times.items()},
+             "fallback": fallback, "tune_ms": round(tune_ms, 3)}
+    if errors:
+        entry["errors"] = errors
+    _memory[key] = entry
+    _events.append({"key": key, "choice": choice, "times_ms": entry["times_ms"],
+                    "tune_ms": tune_ms, "cached": False})
+    if ok:
+        _save(key, entry)
+    return choice
+
+
+def lookup(key: str | Callable[[], str], fast_key: Any = None) -> str | None:
+    """The cached choice of `key` (memory or file), or None; never tunes (`key` and
+    `fast_key` as in `choose`)."""
+    if fast_key is not None:
+        hit = _fast.get(fast_key)
+        if hit is not None:
+            return hit
+    if callable(key):
+        key = key()
     with _lock:
         _load()
         hit = _memory.get(key)
-        if hit is not None and hit["choice"] in candidates:
-            if hit.get("cached") and not hit.get("reported"):
-                hit["reported"] = True
-                _events.append({"key": key, "choice": hit["choice"], "times_ms":
-                                hit.get("times_ms", {}), "tune_ms": 0.0, "cached": True})
-            return hit["choice"]
-        if capturing():
-            return fallback
-        t0 = time.perf_counter()
-        times: dict[str, float] = {}
-        errors: dict[str, str] = {}
-        for name, fn in candidates.items():
-            try:
-                times[name] = float(_timer(fn, device))
-            except Exception as e:  # noqa: BLE001 - a candidate that cannot run is no choice
-                errors[name] = f"{type(e).__name__}: {str(e)[:120]}"
-                if device.type == "cuda":
-                    try:
-                        torch.cuda.synchronize(device)
-                    except Exception:  # noqa: BLE001
-                        pass
-        tune_ms = (time.perf_counter() - t0) * 1e3
-        ok = {k: v for k, v in times.items() if math.isfinite(v)}
-        choice = min(ok, key=ok.get) if ok else fallback
-        entry = {"choice": choice, "times_ms": {k: round(v, 5) for k, v in times.items()},
-                 "fallback": fallback, "tune_ms": round(tune_ms, 3)}
-        if errors:
-            entry["errors"] = errors
-        _memory[key] = entry
-        _events.append({"key": key, "choice": choice, "times_ms": entry["times_ms"],
-                        "tune_ms": tune_ms, "cached": False})
-        if ok:
-            _save(key, entry)
-        return choice
-
-
-def lookup(key: str) -> str | None:
-    """The cached choice of `key` (memory or file), or None; never tunes."""
-    with _lock:
-        _load()
-        hit = _memory.get(key)
-        return None if hit is None else hit["choice"]
+        if hit is None:
+            return None
+        if fast_key is not None:
+            _fast[fast_key] = hit["choice"]
+        return hit["choice"]
 
 
 def events() -> list[dict[str, Any]]:

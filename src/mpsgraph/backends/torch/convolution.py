@@ -212,13 +212,20 @@ def _pick(op: str, a: Conv2DAttrs, shapes, t: torch.Tensor, paths, hand, run) ->
     a path) where it is on and there is a choice, else the hand rule's."""
     if len(paths) <= 1 or not autotune.enabled(t.device):
         return hand
-    key = autotune.key_string(
-        "conv2d." + op, [list(s) for s in shapes], t.dtype,
-        dict(stride=list(a.stride), dilation=list(a.dilation), pads=list(a.pads),
-             groups=a.groups, data=getattr(a.data_layout, "name", str(a.data_layout)),
-             weights=getattr(a.weights_layout, "name", str(a.weights_layout))),
-        "tf32" if t.dtype == torch.float32 and torch.backends.cudnn.allow_tf32 else "ieee")
-    return autotune.choose(key, {p: (lambda p=p: run(p)) for p in paths}, hand, t.device)
+    tf32 = t.dtype == torch.float32 and bool(torch.backends.cudnn.allow_tf32)
+    fast = ("conv2d", op, tuple(tuple(s) for s in shapes), t.dtype, t.device, a.stride,
+            a.dilation, tuple(a.pads), a.groups, a.data_layout, a.weights_layout, tf32)
+
+    def key():
+        return autotune.key_string(
+            "conv2d." + op, [list(s) for s in shapes], t.dtype,
+            dict(stride=list(a.stride), dilation=list(a.dilation), pads=list(a.pads),
+                 groups=a.groups, data=getattr(a.data_layout, "name", str(a.data_layout)),
+                 weights=getattr(a.weights_layout, "name", str(a.weights_layout))),
+            "tf32" if tf32 else "ieee")
+
+    return autotune.choose(key, lambda: {p: (lambda p=p: run(p)) for p in paths}, hand,
+                           t.device, fast_key=fast)
 
 
 def _fmt(path: str, fmt: torch.memory_format) -> torch.memory_format:

@@ -262,22 +262,38 @@ def forward_choice(run_path, hand_path, x, R, W, b, h0, c0, mask, peephole, *, r
     mode = "infer" if n_out == 1 else ("train_internal" if internal else "train")
     opts = dict(reverse=reverse, bidirectional=bidirectional,
                 forget_gate_last=forget_gate_last, activations=activations)
-    k = key(x, R, W, b, h0, c0, mask, peephole, mode=mode, **opts)
+    fk = _fast_key(x, R, W, b, h0, c0, mask, peephole, mode, opts)
     T, N, H = x.shape[0], x.shape[1], R.shape[-1]
     D = 2 if bidirectional else 1
-    paths = ours_paths(x.device, x.dtype, T, N, H, D)
-    if mode != "train" and cudnn_maps(x, R, W, b, h0, c0, mask, peephole, **opts):
-        paths.append("cudnn")
-    if not paths:
-        return None
     train = mode != "infer"
-    cands = {}
-    hand = hand_path if hand_path in paths else "__hand__"
-    if hand == "__hand__":
-        cands[hand] = lambda: run_path(None, train)
-    cands.update({p: (lambda p=p: run_path(p, train)) for p in paths})
-    choice = autotune.choose(k, cands, hand, x.device)
-    return None if choice == hand else choice
+    state = {}
+
+    def cands():
+        paths = ours_paths(x.device, x.dtype, T, N, H, D)
+        if mode != "train" and cudnn_maps(x, R, W, b, h0, c0, mask, peephole, **opts):
+            paths.append("cudnn")
+        if not paths:
+            return {}
+        out = {}
+        hand = hand_path if hand_path in paths else "__hand__"
+        state["hand"] = hand
+        if hand == "__hand__":
+            out[hand] = lambda: run_path(None, train)
+        out.update({p: (lambda p=p: run_path(p, train)) for p in paths})
+        return out
+
+    choice = autotune.choose(lambda: key(x, R, W, b, h0, c0, mask, peephole, mode=mode, **opts),
+                             cands, "__hand__", x.device, fast_key=fk)
+    return None if choice in ("__hand__", hand_path) else choice
+
+
+def _fast_key(x, R, W, b, h0, c0, mask, peephole, mode, opts) -> tuple:
+    return ("LSTM", tuple(x.shape), R.shape[-1], x.dtype, x.device, mode,
+            opts["reverse"], opts["bidirectional"], opts["forget_gate_last"],
+            tuple(int(a) for a in opts["activations"]), W is not None, b is not None,
+            h0 is not None, c0 is not None, None if mask is None else tuple(mask.shape),
+            peephole is not None,
+            x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32))
 
 
 def backward_choice(x, R, W, b, h0, c0, mask, peephole, *, reverse, bidirectional,
@@ -289,7 +305,9 @@ def backward_choice(x, R, W, b, h0, c0, mask, peephole, *, reverse, bidirectiona
     opts = dict(reverse=reverse, bidirectional=bidirectional,
                 forget_gate_last=forget_gate_last, activations=activations)
     for mode in ("train", "train_internal"):
-        c = autotune.lookup(key(x, R, W, b, h0, c0, mask, peephole, mode=mode, **opts))
+        c = autotune.lookup(
+            lambda mode=mode: key(x, R, W, b, h0, c0, mask, peephole, mode=mode, **opts),
+            fast_key=_fast_key(x, R, W, b, h0, c0, mask, peephole, mode, opts))
         if c is not None and c not in ("cudnn", "__hand__"):
             return c
     return None
