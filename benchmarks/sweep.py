@@ -289,7 +289,8 @@ def conv_rows(bench, spec, mdev) -> list[dict]:
             print(f"  [verify] {str(e)[:600]}", file=sys.stderr)
         del out
         way = G.calibrate(bench, exe, inputs)
-        cells["ours"] = G.measure(bench, lambda: exe.run(inputs), f"ours {name}")
+        cells["ours"] = G.measure(bench, lambda exe=exe, inputs=inputs: exe.run(inputs),
+                                  f"ours {name}")
         cells["ours"].method = way
         cells["ours_graph"] = _ours_graph(bench, compile_fn, inputs, check, {})
         _tuned()

@@ -452,6 +452,7 @@ def test_depthwise_paths_under_interpreter(tuner, monkeypatch, layout):
     on cuDNN): both are timed, and each path, forced, agrees with float64 torch."""
     pytest.importorskip("triton")
     import torch.nn.functional as F
+
     from helpers import triton_kernels
 
     triton_kernels("depthwise_conv", "depthwise_conv_wgrad")
@@ -497,7 +498,7 @@ def test_depthwise_paths_under_interpreter(tuner, monkeypatch, layout):
         autotune.clear(memory_only=False)
         order: list[str] = []
 
-        def timer(fn, dev, order=order):
+        def timer(fn, dev, order=order, fastest=fastest):
             fn()
             order.append("x")
             return 1.0 if len(order) % 2 == (1 if fastest == "cudnn" else 0) else 2.0

@@ -5,9 +5,9 @@ the persistent kernels under a few tilings, the per-step path; a convolution: th
 depthwise kernels or cuDNN, NCHW or channels_last) asks `choose(key, candidates, fallback)`.
 The first call of a new key times every candidate once, device-only (`default_timer`: a
 warm-up call, then the candidate captured in a private CUDA graph and replayed `REPLAYS` times
-between CUDA events, the median; MPSGRAPH_AUTOTUNE_GRAPH=0 times eager calls instead), keeps the fastest and records it in
-memory and in a small JSON file; later calls (and later processes on the same machine and
-versions) read the answer back. The hand rules stay the fallback: they answer
+between CUDA events, the median; MPSGRAPH_AUTOTUNE_GRAPH=0 times eager calls instead), keeps
+the fastest and records it in memory and in a small JSON file; later calls (and later
+processes on the same machine and versions) read the answer back. The hand rules stay the fallback: they answer
 
 - when tuning is off (MPSGRAPH_AUTOTUNE=0; the default is on for CUDA devices, off
   elsewhere; =1 turns it on on any device, which the CPU tests use);
@@ -38,8 +38,9 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 
