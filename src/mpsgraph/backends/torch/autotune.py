@@ -7,7 +7,8 @@ The first call of a new key times every candidate once, device-only (`default_ti
 warm-up call, then the candidate captured in a private CUDA graph and replayed `REPLAYS` times
 between CUDA events, the median; MPSGRAPH_AUTOTUNE_GRAPH=0 times eager calls instead), keeps
 the fastest and records it in memory and in a small JSON file; later calls (and later
-processes on the same machine and versions) read the answer back. The hand rules stay the fallback: they answer
+processes on the same machine and versions) read the answer back. The hand rules stay the
+fallback: they answer
 
 - when tuning is off (MPSGRAPH_AUTOTUNE=0; the default is on for CUDA devices, off
   elsewhere; =1 turns it on on any device, which the CPU tests use);

@@ -538,8 +538,8 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
                         activations: tuple[int, int, int, int, int], tiling=None):
     """lstm_forward through the persistent kernel (`tiling`: forced, else the wrapper's). The
     input projection stays in the input dtype (one GEMM, bias fused); the kernel widens
-    everything it reads to float32, computes in float32 and writes the outputs in the input dtype (each value rounded once by its store;
-    the cell is carried in float32)."""
+    everything it reads to float32, computes in float32 and writes the outputs in the input
+    dtype (each value rounded once by its store; the cell is carried in float32)."""
     from .kernels import lstm_seq_fwd
 
     dt = x.dtype
