@@ -68,9 +68,24 @@ def cudnn_maps(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool, bidirection
             and all(t is None or t.dtype == x.dtype for t in (R, W, b, h0, c0)))
 
 
+_ZEROS: dict[tuple, torch.Tensor] = {}
+
+
+def _zeros(shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """A read-only zero tensor, kept between calls (one memset less per call) unless it would
+    be allocated inside a CUDA-graph capture (which records the fill without running it)."""
+    k = (shape, like.dtype, like.device)
+    z = _ZEROS.get(k)
+    if z is None:
+        z = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        if not autotune.capturing() and len(_ZEROS) < 64:
+            _ZEROS[k] = z
+    return z
+
+
 def _weights(R, W, b, D: int, H: int) -> list[torch.Tensor]:
     G = 4 * H
-    zero = torch.zeros((G,), dtype=W.dtype, device=W.device)
+    zero = _zeros((G,), W)
     bb = None if b is None else b.reshape(-1)
     ws = []
     for d in range(D):
@@ -80,7 +95,7 @@ def _weights(R, W, b, D: int, H: int) -> list[torch.Tensor]:
 
 def _state0(s, N: int, D: int, H: int, like):
     if s is None:
-        return torch.zeros((D, N, H), dtype=like.dtype, device=like.device)
+        return _zeros((D, N, H), like)
     return s.reshape(N, D, H).transpose(0, 1).contiguous()
 
 
@@ -145,27 +160,27 @@ def cudnn_backward(rec: _Record, x, R, W, h0, c0, dstate, dh_final, dc_final, dc
     dhy = None if dh_final is None else _state0(dh_final.to(x.dtype), N, D, H, x)
     dcy = None if dc_final is None else _state0(dc_final.to(x.dtype), N, D, H, x)
     if dhy is None and dcy is not None:
-        dhy = torch.zeros_like(rec.hx)
+        dhy = _zeros(tuple(rec.hx.shape), rec.hx)
     if dcy is None and dhy is not None:
-        dcy = torch.zeros_like(rec.cx)
+        dcy = _zeros(tuple(rec.cx.shape), rec.cx)
     with _tf32_flags(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dx, dhx, dcx, dws = torch.ops.aten._cudnn_rnn_backward(
             rec.x, rec.ws, 4, rec.wbuf, rec.hx, rec.cx, rec.out, dy, dhy, dcy, _MODE_LSTM, H,
             0, 1, False, 0.0, True, bidirectional, [], None, rec.reserve,
             [True, need_h0, need_c0, True])
+    # (D = 1: views, no copies; the half types' gradients stay in their dtype: cuDNN wrote
+    # them so, and `wide` only allows float32)
     dW = torch.cat([dws[4 * d] for d in range(D)], 0) if D > 1 else dws[0]
-    dR = torch.stack([dws[4 * d + 1] for d in range(D)], 0)
+    dR = torch.stack([dws[4 * d + 1] for d in range(D)], 0) if D > 1 else dws[1].unsqueeze(0)
     db = None
     if need_b:
         db = torch.cat([dws[4 * d + 2] for d in range(D)], 0) if D > 1 else dws[2]
-        db = db.float()
 
     def state_grad(g, need, name):
         if not need:
             return None
-        g = g.transpose(0, 1).reshape(N, D * H)
-        return g.float() if name in wide else g
+        return g.transpose(0, 1).reshape(N, D * H)
 
     out = {"source": dx, "recurrentWeight": dR, "inputWeight": dW, "bias": db,
            "peephole": None, "initState": state_grad(dhx, need_h0, "initState"),
