@@ -10,7 +10,7 @@ Run (from the repository root)::
 Budget: the full sweep (44 LSTM rows, 40 convolution cases x 3 ops) is sized to finish within
 about 8 minutes on an H200, Triton compiles and the autotuner's first-call timing included: few
 timed samples (5, of 3 queued replays each for the graph columns), and a wall-clock guard
-(--budget, default 450 s; the LSTM rows stop at 62% of it) after which the remaining rows
+(--budget, default 420 s; the LSTM rows stop at 62% of it) after which the remaining rows
 are listed as skipped. Shapes that do
 not fit in memory are skipped with a note.
 
@@ -373,8 +373,8 @@ def main(argv=None) -> int:
                     help="tiny shapes on the CPU (torch CPU in the cuDNN columns)")
     ap.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     ap.add_argument("--only", choices=("conv", "lstm"), help="one section only")
-    ap.add_argument("--budget", type=float, default=450.0,
-                    help="seconds; rows after it are skipped (default 450)")
+    ap.add_argument("--budget", type=float, default=420.0,
+                    help="seconds; rows after it are skipped (default 420)")
     ap.add_argument("--cache", metavar="FILE",
                     help="autotune cache file to use (default: a fresh temporary one)")
     args = ap.parse_args(argv)
