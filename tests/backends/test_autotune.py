@@ -395,11 +395,19 @@ def test_cudnn_maps_only_cudnn_options():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (cuDNN)")
 @pytest.mark.parametrize("bidir", [False, True])
 @pytest.mark.parametrize("dtname", ["float32", "bfloat16"])
-def test_cudnn_path_training_step_gpu(bidir, dtname):
-    """The cuDNN path of a compiled training step (forced), against the float64 reference:
-    the forward's placeholders carry the reserve into LSTMGradients."""
+@pytest.mark.parametrize("mode", ["cudnn", "tuned"])
+def test_cudnn_path_training_step_gpu(bidir, dtname, mode, monkeypatch, tmp_path):
+    """A compiled training step on the cuDNN path (forced: the forward's placeholders carry
+    the reserve into LSTMGradients) and on the path the autotuner picks (real timing; cuDNN
+    among the candidates), against the float64 reference."""
     import mpsgraph as mg
     from mpsgraph.backends.torch import rnn
+
+    autotune.set_timer(None)
+    autotune.clear()
+    if mode == "tuned":
+        monkeypatch.setenv("MPSGRAPH_AUTOTUNE", "1")
+        monkeypatch.setenv("MPSGRAPH_AUTOTUNE_CACHE", str(tmp_path / "at.json"))
 
     T, N, I, H = 5, 3, 6, 8
     D = 2 if bidir else 1
@@ -420,11 +428,15 @@ def test_cudnn_path_training_step_gpu(bidir, dtname):
     gen = torch.Generator().manual_seed(4)
     vals = {k: torch.randn(v, generator=gen) * 0.4 for k, v in shapes.items()}
     vals = {k: v.to(tdt).double() for k, v in vals.items()}  # representable in tdt
-    tok = rnn._FORCE.set("cudnn")
+    tok = rnn._FORCE.set("cudnn" if mode == "cudnn" else None)
     try:
         out = exe.run([vals[t.operation.name].to("cuda", tdt) for t in exe.feedTensors])
     finally:
         rnn._FORCE.reset(tok)
+    if mode == "tuned":
+        ev = [e for e in autotune.events() if e["key"].startswith("LSTM:")]
+        assert len(ev) == 1 and "cudnn" in ev[0]["times_ms"], ev
+        autotune.clear()
     lv = {k: v.clone().requires_grad_(k != "dstate") for k, v in vals.items()}
     Rr = lv["recurrentWeight"].reshape(D, 4 * H, H)
     G = 4 * H
