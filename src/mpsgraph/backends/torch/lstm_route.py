@@ -268,8 +268,9 @@ def tiling_of(path: str, dev, dtype, N: int, H: int, D: int):
 def forward_choice(run_path, hand_path, x, R, W, b, h0, c0, mask, peephole, *, reverse,
                    bidirectional, forget_gate_last, activations) -> str | None:
     """The path this forward takes (None: rnn.py's hand rules). `run_path(path, train)` runs
-    one training step (or forward) of a candidate; `hand_path` is the name of the hand rules'
-    path (timed once, under that name) or None (timed as "__hand__")."""
+    one training step (or forward) of a candidate; `hand_path()` gives the name of the hand
+    rules' path (timed once, under that name) or None (timed as "__hand__"); it and the
+    candidates are only worked out for a key not decided yet."""
     if forced() or not autotune.enabled(x.device):
         return None
     n_out = N_OUTPUTS.get()
@@ -281,8 +282,6 @@ def forward_choice(run_path, hand_path, x, R, W, b, h0, c0, mask, peephole, *, r
     T, N, H = x.shape[0], x.shape[1], R.shape[-1]
     D = 2 if bidirectional else 1
     train = mode != "infer"
-    state = {}
-
     def cands():
         paths = ours_paths(x.device, x.dtype, T, N, H, D)
         if mode != "train" and cudnn_maps(x, R, W, b, h0, c0, mask, peephole, **opts):
@@ -290,8 +289,8 @@ def forward_choice(run_path, hand_path, x, R, W, b, h0, c0, mask, peephole, *, r
         if not paths:
             return {}
         out = {}
-        hand = hand_path if hand_path in paths else "__hand__"
-        state["hand"] = hand
+        hp = hand_path()
+        hand = hp if hp in paths else "__hand__"
         if hand == "__hand__":
             out[hand] = lambda: run_path(None, train)
         out.update({p: (lambda p=p: run_path(p, train)) for p in paths})
@@ -299,7 +298,8 @@ def forward_choice(run_path, hand_path, x, R, W, b, h0, c0, mask, peephole, *, r
 
     choice = autotune.choose(lambda: key(x, R, W, b, h0, c0, mask, peephole, mode=mode, **opts),
                              cands, "__hand__", x.device, fast_key=fk)
-    return None if choice in ("__hand__", hand_path) else choice
+    return None if choice == "__hand__" else choice  # (a named path equal to the hand
+    # rules' runs as that name: the same kernels)
 
 
 def _fast_key(x, R, W, b, h0, c0, mask, peephole, mode, opts) -> tuple:

@@ -282,8 +282,8 @@ def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=Non
     args = (x, R, W, b, h0, c0, mask, peephole)
     path = _FORCE.get()
     if path is None:
-        path = lstm_route.forward_choice(_tuning_run(args, kw), _hand_path(x, R, bidirectional),
-                                         *args, **kw)
+        path = lstm_route.forward_choice(_tuning_run(args, kw),
+                                         lambda: _hand_path(x, R, bidirectional), *args, **kw)
     D = 2 if bidirectional else 1
     if path == "cudnn":
         return lstm_route.cudnn_forward(x, R, W, b, h0, c0, bidirectional=bidirectional,
