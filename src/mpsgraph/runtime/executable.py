@@ -579,6 +579,9 @@ class Executable:
                                                                       self.feedTensors)]
         # free each slot after its last use (targets and assigned values are kept)
         keep = set(self._target_slots) | {s for _, s in assigns}
+        hook = getattr(be, "plan_hook", None)  # the backend may rewrap kernels (plan time)
+        if hook is not None:
+            hook(steps, keep)
         steps = self._fuse_steps(steps, types, keep)
         last: dict[int, int] = {}
         for i, st in enumerate(steps):

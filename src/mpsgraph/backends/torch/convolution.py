@@ -27,6 +27,12 @@ or channels_last views in place (any padding, no F.pad copy), accumulate in floa
 straight into a result of the user's layout and dtype (the weights gradient through a small
 float32 [splits, O, kH*kW] buffer of partial sums, summed by torch).
 
+On CUDA the path of a call is chosen by measurement at its key's first call (autotune.py):
+the Triton depthwise kernels (where they run, NHWC forward and weights gradient included),
+cuDNN in the data layout's memory format, or cuDNN in the other one (NHWC computed as
+contiguous NCHW, NCHW as channels_last, the copies counted). The rules above (`_paths`' hand
+choice) are the fallback. The NHWC 1x1 matrix-product path below is not tuned.
+
 NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
 the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
 HWIO). MPSGRAPH_TRITON_TRANSPOSE=1 does these transposes with the tiled Triton kernel of
@@ -43,7 +49,7 @@ import torch.nn.functional as F
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import canonical, kernel
+from . import autotune, canonical, kernel
 from .kernels import available as _triton_available
 
 _conv_backward = torch.ops.aten.convolution_backward.default  # the resolved overload
@@ -186,24 +192,72 @@ def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
         w.reshape(w.shape[0], w.shape[1]).t()
 
 
+def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor) -> tuple[list[str], str]:
+    """(candidate paths, the hand rule's path) of a 2-D convolution op: "triton" (the depthwise
+    kernels, where they run), "cudnn" (the layout's own memory format) and, on CUDA,
+    "cudnn_alt" (the other memory format: NHWC data computed as contiguous NCHW, NCHW data as
+    channels_last; the layout conversion copies are part of its time)."""
+    paths = ["cudnn"]
+    if t.device.type == "cuda":
+        paths.append("cudnn_alt")
+    if tdw is not None:
+        paths.append("triton")
+    hand = "triton" if tdw is not None and (op == "data_grad"
+                                            or a.data_layout != L.NHWC) else "cudnn"
+    return paths, hand
+
+
+def _pick(op: str, a: Conv2DAttrs, shapes, t: torch.Tensor, paths, hand, run) -> str:
+    """The path of this call: the autotuner's (autotune.py; `run(path)` computes the result on
+    a path) where it is on and there is a choice, else the hand rule's."""
+    if len(paths) <= 1 or not autotune.enabled(t.device):
+        return hand
+    tf32 = t.dtype == torch.float32 and bool(torch.backends.cudnn.allow_tf32)
+    fast = ("conv2d", op, tuple(tuple(s) for s in shapes), t.dtype, t.device, a.stride,
+            a.dilation, tuple(a.pads), a.groups, a.data_layout, a.weights_layout, tf32)
+
+    def key():
+        return autotune.key_string(
+            "conv2d." + op, [list(s) for s in shapes], t.dtype,
+            dict(stride=list(a.stride), dilation=list(a.dilation), pads=list(a.pads),
+                 groups=a.groups, data=getattr(a.data_layout, "name", str(a.data_layout)),
+                 weights=getattr(a.weights_layout, "name", str(a.weights_layout))),
+            "tf32" if tf32 else "ieee")
+
+    return autotune.choose(key, lambda: {p: (lambda p=p: run(p)) for p in paths}, hand,
+                           t.device, fast_key=fast)
+
+
+def _fmt(path: str, fmt: torch.memory_format) -> torch.memory_format:
+    if path != "cudnn_alt":
+        return fmt
+    return torch.contiguous_format if fmt == torch.channels_last else torch.channels_last
+
+
 @kernel("convolution2D")
 def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
     x, w = canonical(x), canonical(w)
-    tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
-        a.groups, _nchw(x, a.data_layout).shape[1], _oihw_view(w, a.weights_layout).shape,
-        x.dtype, x.device)
     if _pointwise(a, _oihw_view(w, a.weights_layout).shape, x):
         wm = _weight_matrix(w, a.weights_layout)
         return torch.mm(x.reshape(-1, x.shape[3]), wm).view(a.out_shape)
-    if tdw is not None:
+    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1],
+                     _oihw_view(w, a.weights_layout).shape, x.dtype, x.device)
+    paths, hand = _paths("forward", a, tdw, x)  # (hand rule: cuDNN for NHWC, measured faster)
+    path = _pick("forward", a, (x.shape, w.shape), x, paths, hand,
+                 lambda p: _forward_on(p, x, w, a, tdw))
+    return _forward_on(path, x, w, a, tdw)
+
+
+def _forward_on(path: str, x, w, a: Conv2DAttrs, tdw):
+    if path == "triton":
         y = torch.empty(a.out_shape, dtype=x.dtype, device=x.device)
         tdw[0].forward(_nchw(x, a.data_layout), _oihw_view(w, a.weights_layout), a.stride,
                        a.dilation, a.pads, out=_nchw(y, a.data_layout))
         return y
     xn = _nchw(x, a.data_layout)
-    fmt = _memory_format(a, xn.shape, _canon_shape(a.out_shape, a.data_layout))
+    fmt = _fmt(path, _memory_format(a, xn.shape, _canon_shape(a.out_shape, a.data_layout)))
     xc, wc = canonical(_work(xn), fmt), _work(_oihw(w, a.weights_layout, fmt))
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
@@ -220,18 +274,26 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     dy, w = canonical(dy), canonical(w)
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
-    tdw = _depthwise(a.groups, c, _oihw_view(w, a.weights_layout).shape, dy.dtype, dy.device)
     if _pointwise(a, _oihw_view(w, a.weights_layout).shape, dy):
         wm = _weight_matrix(w, a.weights_layout)
         return torch.mm(dy.reshape(-1, dy.shape[3]), wm.t()).view(a.out_shape)
-    if tdw is not None:
+    tdw = _depthwise(a.groups, c, _oihw_view(w, a.weights_layout).shape, dy.dtype, dy.device)
+    paths, hand = _paths("data_grad", a, tdw, dy)
+    path = _pick("data_grad", a, (dy.shape, w.shape, a.out_shape), dy, paths, hand,
+                 lambda p: _data_grad_on(p, dy, w, a, tdw))
+    return _data_grad_on(path, dy, w, a, tdw)
+
+
+def _data_grad_on(path: str, dy, w, a: Conv2DAttrs, tdw):
+    n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
+    if path == "triton":
         dx = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[0].data_gradient(_nchw(dy, a.data_layout), _oihw_view(w, a.weights_layout),
                              (n, c, h, wd), a.stride, a.dilation, a.pads,
                              out=_nchw(dx, a.data_layout))
         return dx
     dyn = _nchw(dy, a.data_layout)
-    fmt = _memory_format(a, dyn.shape, (n, c, h, wd))
+    fmt = _fmt(path, _memory_format(a, dyn.shape, (n, c, h, wd)))
     dyc, wc = canonical(_work(dyn), fmt), _work(_oihw(w, a.weights_layout, fmt))
     pad, (et, eb, el, er) = _split_pads(a)
     # a virtual source, as large as the asymmetric padding makes it; only its shape and memory
@@ -254,21 +316,28 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     dy, x = canonical(dy), canonical(x)
     wshape = _canon_shape(a.out_shape, a.weights_layout)
-    tdw = None if a.data_layout == L.NHWC else _depthwise(  # NHWC: cuDNN is faster there
-        a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
     if _pointwise(a, wshape, dy):
         xm, dym = x.reshape(-1, x.shape[3]), dy.reshape(-1, dy.shape[3])
         if a.weights_layout == L.HWIO:  # [C, O]
             return torch.mm(xm.t(), dym).view(a.out_shape)
         return torch.mm(dym.t(), xm).view(a.out_shape)  # OIHW: [O, C]
-    if tdw is not None:
+    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
+    paths, hand = _paths("weights_grad", a, tdw, dy)  # (hand rule: cuDNN for NHWC)
+    path = _pick("weights_grad", a, (dy.shape, x.shape, a.out_shape), dy, paths, hand,
+                 lambda p: _weights_grad_on(p, dy, x, a, tdw))
+    return _weights_grad_on(path, dy, x, a, tdw)
+
+
+def _weights_grad_on(path: str, dy, x, a: Conv2DAttrs, tdw):
+    wshape = _canon_shape(a.out_shape, a.weights_layout)
+    if path == "triton":
         g = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[1].weights_gradient(_nchw(dy, a.data_layout), _nchw(x, a.data_layout),
                                 wshape[2:], a.stride, a.dilation, a.pads,
                                 out=_oihw_view(g, a.weights_layout))
         return g
     dyn, xn = _nchw(dy, a.data_layout), _nchw(x, a.data_layout)
-    fmt = _memory_format(a, dyn.shape, xn.shape)
+    fmt = _fmt(path, _memory_format(a, dyn.shape, xn.shape))
     dyc, xc = canonical(_work(dyn), fmt), canonical(_work(xn), fmt)
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:

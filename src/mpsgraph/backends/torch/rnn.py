@@ -2,9 +2,14 @@
 (backends/numpy/rnn.py: the canonical argument forms, the equations and the backward are
 documented there and in ops/rnn.py).
 
-`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. Three
-ways to run the recurrence, chosen per call; MPSGRAPH_LSTM_KERNEL=persistent|step|torch forces
-one (default: persistent where it applies, else step, else torch):
+`lstm_forward` / `lstm_backward` take the same canonical arguments as the NumPy kernels. On
+CUDA the way a call runs is chosen by measurement at its key's first call (lstm_route.py,
+autotune.py: cuDNN itself where the options map onto it, the cluster kernels, the persistent
+kernels under the plan's and a few other tilings, the per-step path); the hand rules below are
+the fallback (tuning off, a capture of an untuned key, MPSGRAPH_LSTM_KERNEL / _TILING set).
+Three ways to run the recurrence, chosen per call by the hand rules;
+MPSGRAPH_LSTM_KERNEL=persistent|step|torch forces one (default: persistent where it applies,
+else step, else torch):
 
 - persistent (Triton; CUDA, or the CPU under TRITON_INTERPRET=1; float32 / float16 /
   bFloat16): ONE launch for all steps and both directions of the forward
@@ -43,6 +48,7 @@ of R once, before the time loop, where it fits (the default, measured faster)
 
 from __future__ import annotations
 
+import contextvars
 import os
 
 import torch
@@ -61,7 +67,7 @@ from .._lstm_glue import (
     step_shift,
 )
 from .._lstm_glue import direction_part as _part
-from . import kernel
+from . import kernel, lstm_route
 from .kernels import available as _triton_available
 
 __all__ = ["lstm_forward", "lstm_backward"]
@@ -152,6 +158,76 @@ def _persistent_plan(device: torch.device, dtype: torch.dtype, T: int, N: int, H
                              allow_tf32=_allow_tf32(), backward=backward)
 
 
+def plan_for(device: torch.device, dtype: torch.dtype, N: int, H: int, D: int,
+             backward: bool = False):
+    """The persistent kernels' planned tiling without the hand rule's size cutoff (a
+    candidate of the autotuner, lstm_route.py), or None where they cannot run."""
+    if dtype not in (torch.float32, *_HALF) or N == 0 or H == 0 or not _triton_available(
+            device):
+        return None
+    from .kernels import lstm_seq_fwd
+
+    sync = device.type == "cuda" and not lstm_seq_fwd.interpreting()
+    return lstm_seq_fwd.plan(N, H, D, device, dtype, max_programs=None if sync else 1 << 30,
+                             allow_tf32=_allow_tf32(), backward=backward)
+
+
+# the path a call must take (set while the autotuner times a candidate; "hand": the hand
+# rules): lstm_route.py's names
+_FORCE: contextvars.ContextVar[str | None] = contextvars.ContextVar("mpsgraph_lstm_force",
+                                                                    default=None)
+
+
+def _path_tiling(path: str, device, dtype, N: int, H: int, D: int, backward: bool):
+    """(takes the persistent kernels, their tiling: None = the wrappers decide, which is the
+    cluster path where it applies) of a path name."""
+    if path == "cluster":
+        return True, None
+    if path == "persistent":
+        return True, plan_for(device, dtype, N, H, D, backward)
+    if path.startswith("persistent:"):
+        return True, lstm_route.tiling_of(path, device, dtype, N, H, D)
+    return False, None
+
+
+def _hand_path(x, R, bidirectional: bool) -> str | None:
+    """The name (lstm_route.py) of the path the hand rules take for this call."""
+    T, N, H, D = x.shape[0], x.shape[1], R.shape[-1], 2 if bidirectional else 1
+    if _persistent_plan(x.device, x.dtype, T, N, H, D) is not None:
+        from .kernels import lstm_seq_fwd
+
+        probe = torch.empty((D, 4 * H, H), dtype=x.dtype, device="meta")
+        if (x.dtype == torch.float32 and x.device.type == "cuda"
+                and lstm_seq_fwd.cluster_config(x.device, T, N, probe, D, None, None, ())
+                is not None):
+            return "cluster"
+        return "persistent"
+    return "step" if _fused_kernels(x.device, _compute_dtype(x.dtype)) is not None and (
+        x.dtype == torch.float32) else None
+
+
+def _tuning_run(args: tuple, kw: dict):
+    """run(path, train): one forward (and with `train` one backward with every gradient, of
+    a fixed random dstate) of the call `args` on `path` (None: the hand rules)."""
+    x, R, W, b, h0, c0, mask, peephole = args
+    memo: dict[str, torch.Tensor] = {}
+
+    def run(path, train):
+        tok = _FORCE.set(path or "hand")
+        try:
+            st, ce, zs = lstm_forward(*args, **kw)
+            if train:
+                if "d" not in memo:
+                    memo["d"] = torch.randn(st.shape, dtype=st.dtype, device=st.device)
+                lstm_backward(x, R, memo["d"], zs, ce, W, b, h0, c0, mask, peephole, **kw,
+                              need_b=b is not None, need_peephole=peephole is not None,
+                              need_h0=h0 is not None, need_c0=c0 is not None)
+        finally:
+            _FORCE.reset(tok)
+
+    return run
+
+
 
 def _act(kind: int, a: torch.Tensor) -> torch.Tensor:
     if kind == TANH:
@@ -199,12 +275,35 @@ def _dgates(z: torch.Tensor, runs, H: int) -> torch.Tensor:
 def lstm_forward(x, R, W=None, b=None, h0=None, c0=None, mask=None, peephole=None, *,
                  reverse: bool, bidirectional: bool, forget_gate_last: bool,
                  activations: tuple[int, int, int, int, int]):
-    """LSTM forward. Returns (state [T,N,D*H], cell [T,N,D*H], zState [T,N,D*4H])."""
+    """LSTM forward. Returns (state [T,N,D*H], cell [T,N,D*H], zState [T,N,D*4H]). The path:
+    the autotuner's choice (lstm_route.py) where it has one, else the hand rules below."""
+    kw = dict(reverse=reverse, bidirectional=bidirectional, forget_gate_last=forget_gate_last,
+              activations=activations)
+    args = (x, R, W, b, h0, c0, mask, peephole)
+    path = _FORCE.get()
+    if path is None:
+        path = lstm_route.forward_choice(_tuning_run(args, kw),
+                                         lambda: _hand_path(x, R, bidirectional), *args, **kw)
+    D = 2 if bidirectional else 1
+    if path == "cudnn":
+        return lstm_route.cudnn_forward(x, R, W, b, h0, c0, bidirectional=bidirectional,
+                                        train=lstm_route.N_OUTPUTS.get() != 1)
+    if path is not None and path != "hand":
+        pers, tiling = _path_tiling(path, x.device, x.dtype, x.shape[1], R.shape[-1], D, False)
+        if pers:
+            return _forward_persistent(*args, **kw, tiling=tiling)
+        return _forward_steps(*args, **kw)
     if _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
                         2 if bidirectional else 1) is not None:
         return _forward_persistent(x, R, W, b, h0, c0, mask, peephole, reverse=reverse,
                                    bidirectional=bidirectional,
                                    forget_gate_last=forget_gate_last, activations=activations)
+    return _forward_steps(*args, **kw)
+
+
+def _forward_steps(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool, bidirectional: bool,
+                   forget_gate_last: bool, activations: tuple[int, int, int, int, int]):
+    """lstm_forward on the per-step paths (step / torch)."""
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
     x, R, W, b, h0, c0, mask, peephole = (
@@ -289,16 +388,53 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
                   wide: tuple[str, ...] = ()):
     """LSTMGradients. Returns {'source', 'recurrentWeight', 'inputWeight', 'bias', 'peephole',
     'initState', 'initCell'}; inputWeight is None without W, the others None unless asked
-    for. `b` is not read (zState already holds the gates). The gradients named in `wide`
-    stay in float32 for the half types (the caller reduces them, then rounds once)."""
+    for. `b` is read only to recompute the forward when zState / cell are the cuDNN path's
+    placeholders of another call (lstm_route.py); zState holds the gates. The gradients named
+    in `wide` stay in float32 for the half types (the caller reduces them, then rounds once).
+    The path: that of the forward's tuned key where there is one, else the hand rules."""
+    kw = dict(reverse=reverse, bidirectional=bidirectional, forget_gate_last=forget_gate_last,
+              activations=activations)
+    need = dict(need_b=need_b, need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0)
+    rec = lstm_route.record(zstate)
+    if rec is None:
+        rec = lstm_route.record(cell)
+    if rec is not None:
+        g = lstm_route.cudnn_backward(rec, x, R, W, h0, c0, dstate, dh_final, dc_final,
+                                      dcell_seq, bidirectional=bidirectional, need_b=need_b,
+                                      need_h0=need_h0, need_c0=need_c0, wide=wide)
+        if g is not None:
+            return g
+        # placeholders of another call (or a per-step cell gradient): the real zState / cell
+        tok = _FORCE.set("hand")
+        try:
+            _, cell, zstate = lstm_forward(x, R, W, b, h0, c0, mask, peephole, **kw)
+        finally:
+            _FORCE.reset(tok)
     del b
+    D = 2 if bidirectional else 1
+    path = _FORCE.get()
+    if path is None:
+        path = lstm_route.backward_choice(x, R, W, None, h0, c0, mask, peephole, **kw)
+    args = (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
+            dcell_seq)
+    if path is not None and path not in ("hand", "cudnn"):
+        pers, tiling = _path_tiling(path, x.device, x.dtype, x.shape[1], R.shape[-1], D, True)
+        if pers:
+            return _backward_persistent(*args, **kw, **need, wide=wide, tiling=tiling)
+        return _backward_steps(*args, **kw, **need, wide=wide)
     if _persistent_plan(x.device, x.dtype, x.shape[0], x.shape[1], R.shape[-1],
                         2 if bidirectional else 1, backward=True) is not None:
-        return _backward_persistent(
-            x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
-            dcell_seq, reverse=reverse, bidirectional=bidirectional,
-            forget_gate_last=forget_gate_last, activations=activations, need_b=need_b,
-            need_peephole=need_peephole, need_h0=need_h0, need_c0=need_c0, wide=wide)
+        return _backward_persistent(*args, **kw, **need, wide=wide)
+    return _backward_steps(*args, **kw, **need, wide=wide)
+
+
+def _backward_steps(x, R, dstate, zstate, cell, W=None, h0=None, c0=None, mask=None,
+                    peephole=None, dh_final=None, dc_final=None, dcell_seq=None, *,
+                    reverse: bool, bidirectional: bool, forget_gate_last: bool,
+                    activations: tuple[int, int, int, int, int],
+                    need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool,
+                    wide: tuple[str, ...] = ()):
+    """lstm_backward on the per-step paths (step / torch)."""
     in_dtype = x.dtype
     dt = _compute_dtype(in_dtype)
     (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
@@ -399,11 +535,11 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
 
 def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
                         bidirectional: bool, forget_gate_last: bool,
-                        activations: tuple[int, int, int, int, int]):
-    """lstm_forward through the persistent kernel. The input projection stays in the input
-    dtype (one GEMM, bias fused); the kernel widens everything it reads to float32, computes in
-    float32 and writes the outputs in the input dtype (each value rounded once by its store;
-    the cell is carried in float32)."""
+                        activations: tuple[int, int, int, int, int], tiling=None):
+    """lstm_forward through the persistent kernel (`tiling`: forced, else the wrapper's). The
+    input projection stays in the input dtype (one GEMM, bias fused); the kernel widens
+    everything it reads to float32, computes in float32 and writes the outputs in the input
+    dtype (each value rounded once by its store; the cell is carried in float32)."""
     from .kernels import lstm_seq_fwd
 
     dt = x.dtype
@@ -420,7 +556,8 @@ def _forward_persistent(x, R, W, b, h0, c0, mask, peephole, *, reverse: bool,
     ran = lstm_seq_fwd.forward_sequence(
         xp, R.reshape(D, G, H), h0, c0, mask, peephole, state, cell, zs, reverse=reverse,
         bidirectional=bidirectional, blocks=gate_blocks(forget_gate_last),
-        activations=activations, allow_tf32=_allow_tf32())  # the wrapper plans the tiling
+        activations=activations, allow_tf32=_allow_tf32(), tiling=tiling)  # the wrapper
+    # plans the tiling where none is given
     # again (cached) or takes the cluster path (kernels/lstm_cluster.py) where that applies
     assert ran, "persistent LSTM forward: planned but not run"
     return state, cell, zs
@@ -430,8 +567,9 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
                          dc_final, dcell_seq, *, reverse: bool, bidirectional: bool,
                          forget_gate_last: bool, activations: tuple[int, int, int, int, int],
                          need_b: bool, need_peephole: bool, need_h0: bool, need_c0: bool,
-                         wide: tuple[str, ...] = ()):
-    """lstm_backward through the persistent recurrence kernel, which writes dA (in the input
+                         wide: tuple[str, ...] = (), tiling=None):
+    """lstm_backward through the persistent recurrence kernel (`tiling`: forced, else the
+    wrapper's), which writes dA (in the input
     dtype), dh0 and dc0 (float32); then the weight gradients are one GEMM each over all steps,
     in the input dtype (fp32 accumulation): dR[d] = dA_d^T @ (h_prev * m) with h_prev of every
     step (h0 / zeros at the first), dW = dA^T @ x, dx = dA @ W; db reduces in float32, the
@@ -456,7 +594,7 @@ def _backward_persistent(x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, 
         dstate, zstate, cell, R.reshape(D, G, H), c0, mask, peephole, dcell_seq, dh_final,
         dc_final, dA, dh0, dc0, reverse=reverse, bidirectional=bidirectional, blocks=blocks,
         activations=activations, allow_tf32=_allow_tf32(), dpeep=dp,  # as in the forward
-        hprev=hp)
+        hprev=hp, tiling=tiling)
     assert ran, "persistent LSTM backward: planned but not run"
 
     dR = torch.empty((D, G, H), dtype=dt, device=dev)
@@ -490,7 +628,18 @@ _XP = ArrayOps(
     contiguous=lambda a: a.contiguous(),
 )
 
-LSTM = kernel("LSTM")(lstm_kernel(_XP, lstm_forward))
+_lstm_graph = lstm_kernel(_XP, lstm_forward)
+
+
+@kernel("LSTM")
+def LSTM(x, R, W, b, h0, c0, mask, peephole, a):
+    tok = lstm_route.N_OUTPUTS.set(a.n_outputs)  # (an inference call may take cuDNN)
+    try:
+        return _lstm_graph(x, R, W, b, h0, c0, mask, peephole, a)
+    finally:
+        lstm_route.N_OUTPUTS.reset(tok)
+
+
 LSTMGradients = kernel("LSTMGradients")(lstm_gradients_kernel(_XP, lstm_backward))
 
 
