@@ -1303,15 +1303,29 @@ def _gradient_ops_table():
     ]
 
 
+def _moved(f, args, wrt, u, vs, s, t, w) -> float:
+    """<w, f(args + s u (in argument wrt) + t vs (in the first len(vs) arguments))>."""
+    moved = [a + t * v for a, v in zip(args, vs)] + list(args[len(vs):])
+    moved[wrt] = moved[wrt] + s * u
+    return float(np.vdot(w, f(*moved)))
+
+
 def gradient_ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
     """The gradient ops called directly (not through gradientForPrimaryTensor): each vs the
-    element-by-element central differences of its forward's float64 reference."""
-    rows: dict[str, Row] = {}
+    element-by-element central differences of its forward's float64 reference. Those with a
+    gradient rule also get it checked: P = sum(u * op(dy, x..)) = <dy, J u> (J the forward's
+    Jacobian in the argument differentiated), so dP/d dy is the forward's derivative along u
+    and dP/dx a mixed second difference of <dy, f>, both by central differences of f."""
+    from .ops._registry import OPS
+
+    rows: dict[str, tuple[Row, Row]] = {}
     for fam, op, build, f, wrt, shapes, domain in _gradient_ops_table():
         if fam not in rows:
             names = [o for fa, o, *_ in _gradient_ops_table() if fa == fam]
-            rows[fam] = Row(fam, "vs finite differences of the forward: " + ", ".join(names),
-                            tol=1e-5)
+            rows[fam] = (Row(fam, "vs finite differences of the forward: " + ", ".join(names),
+                             tol=1e-5),
+                         Row(fam, "gradient rules of those with one, via "
+                             "gradientForPrimaryTensor vs finite differences", tol=1e-4))
         args = []
         for i, sh in enumerate(shapes):
             a = rng.standard_normal(sh)
@@ -1319,20 +1333,44 @@ def gradient_ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row
                 a = np.sign(a) * (np.abs(a) + 0.1)
             elif domain == "labels" and i == 1:
                 a = np.eye(sh[-1])[rng.integers(0, sh[-1], sh[0])] * 0.8 + 0.05
-            args.append(a)
-        dy = rng.standard_normal(np.shape(f(*args)))
+            args.append(a.astype(np.float32).astype(np.float64))
+        dy = rng.standard_normal(np.shape(f(*args))).astype(np.float32).astype(np.float64)
         g = Graph()
         ph = [g.placeholder(list(a.shape)) for a in args]
         dyt = g.placeholder(list(dy.shape))
         y = build(g, dyt, *ph)
         feeds = {t: a.astype(np.float32) for t, a in zip(ph, args)}
         feeds[dyt] = dy.astype(np.float32)
-        got = g.run(feeds, [y], device=device)[y].numpy()
-        # the reference sees the float32-rounded inputs the graph saw
-        args32 = [a.astype(np.float32).astype(np.float64) for a in args]
-        want = _num_vjp(f, args32, wrt, dy.astype(np.float32).astype(np.float64))
-        rows[fam].add(_rel_err(got, want), op)
-    yield from rows.values()
+        has_rule = OPS[y.operation.kind].grad is not None
+        fetch = [y]
+        if has_rule:
+            u = rng.standard_normal(args[wrt].shape)
+            primary = g.reductionSum(g.multiplication(y, g.constant(u.astype(np.float32))),
+                                     axes=list(range(len(u.shape))))
+            diff = [dyt] + [t for t, a in zip(ph, args) if not (domain == "labels"
+                                                                 and a is args[-1])]
+            grads = g.gradientForPrimaryTensor(primary, diff)
+            fetch += [grads[t] for t in diff]
+        out = g.run(feeds, fetch, device=device)
+        want = _num_vjp(f, args, wrt, dy)
+        rows[fam][0].add(_rel_err(out[y].numpy(), want), op)
+        if not has_rule:
+            continue
+        vs = [rng.standard_normal(a.shape) for a in [dy] + args[:len(diff) - 1]]
+        e, h = 1e-6, 1e-4
+        m = [_moved(f, args, wrt, u, vs[1:], s_, t_, w) for s_, t_, w in (
+            (e, 0, vs[0]), (-e, 0, vs[0]), (h, h, dy), (h, -h, dy), (-h, h, dy), (-h, -h, dy))]
+        num = (m[0] - m[1]) / (2 * e) + (m[2] - m[3] - m[4] + m[5]) / (4 * h * h)
+        ana = scale = 0.0
+        for t, v in zip(diff, vs):
+            gt = out[grads[t]].numpy().astype(np.float64)
+            ana += np.vdot(gt, v)
+            scale += np.vdot(np.abs(gt), np.abs(v))
+        rows[fam][1].add(abs(num - ana) / max(scale, 1.0), op)
+    for fwd, bwd in rows.values():
+        yield fwd
+        if bwd.cases:
+            yield bwd
 
 
 def _more_exact_table():
