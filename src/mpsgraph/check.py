@@ -993,6 +993,7 @@ def _more_ops_table():
     control-flow families beyond the basic rows (same columns as `_ops_table`); integer
     operands (indices, predicates) are constants inside the graph."""
     from .descriptors import ImToColOpDescriptor
+    from .types import ResizeMode
 
     c = lambda g, v: g.constant(np.asarray(v))  # noqa: E731
     nd_idx = np.array([[0, 1], [2, 3], [0, 1]], np.int32)  # a duplicate row
@@ -1041,6 +1042,12 @@ def _more_ops_table():
                 out += (wgt * ok)[..., None] * val
         return out
 
+    def sample_near_ref(a):  # NCHW, alignCorners, nearest (roundPreferCeil), clampToEdge
+        n, ch, h, w = a.shape
+        ix = np.clip(np.floor((coords[..., 0] + 1) * (w - 1) / 2 + 0.5), 0, w - 1).astype(int)
+        iy = np.clip(np.floor((coords[..., 1] + 1) * (h - 1) / 2 + 0.5), 0, h - 1).astype(int)
+        return a[0][:, iy[0], ix[0]][None]
+
     im = ImToColOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
 
     def col_to_im(a):  # [n, c * 4 (window), 4 (positions)] -> [n, c, 4, 4], windows disjoint
@@ -1071,6 +1078,11 @@ def _more_ops_table():
         ("shape: space, batch, depth", "batchToSpace", lambda g, a: g.batchToSpace(
             a, spatialAxes=[2, 3], batchAxis=0, blockDimensions=[2, 2],
             usePixelShuffleOrder=True), b2s, [(8, 2, 2, 1)], "any"),
+        ("shape: space, batch, depth", "spaceToBatch pixel-shuffle order, axes [3, 1]",
+         lambda g, a: g.spaceToBatch(a, spatialAxes=[3, 1], batchAxis=2,
+                                     blockDimensions=[2, 1], usePixelShuffleOrder=True),
+         lambda a: a.reshape(2, 3, 2, 2, 2).transpose(0, 1, 2, 4, 3).reshape(2, 3, 4, 2),
+         [(2, 3, 2, 4)], "any"),
         ("shape: space, batch, depth", "depthToSpace2D", lambda g, a: g.depthToSpace2D(
             a, widthAxis=3, heightAxis=2, depthAxis=1, blockSize=2,
             usePixelShuffleOrder=False), d2s, [(2, 8, 2, 3)], "any"),
@@ -1109,6 +1121,12 @@ def _more_ops_table():
          "sampleGrid bilinear (sampleGridGradient)",
          lambda g, a: g.sampleGrid(a, g.constant(coords.astype(np.float32))), sample_ref,
          [(1, 3, 4, 2)], "any"),
+        ("activation, sort, sampleGrid, colToIm (more)",
+         "sampleGrid nearest, alignCorners, clampToEdge, NCHW",
+         lambda g, a: g.sampleGrid(a, g.constant(coords.astype(np.float32)), layout=L.NCHW,
+                                   alignCorners=True, paddingMode=PaddingMode.clampToEdge,
+                                   samplingMode=ResizeMode.nearest), sample_near_ref,
+         [(1, 2, 3, 4)], "any"),
         ("activation, sort, sampleGrid, colToIm (more)", "colToIm",
          lambda g, a: g.colToIm(a, [2, 2, 4, 4], im), col_to_im, [(2, 8, 4)], "any"),
         ("control flow: if_", "if_ (then taken)", lambda g, a, b: g.if_(
@@ -1383,15 +1401,17 @@ def _more_exact_table():
         x = (a[..., :, None, :] ^ b[..., None, :, :]).astype(np.uint32)
         return sum(((x >> k) & 1).sum(-1) for k in range(32)).astype(np.uint32)
 
-    def nms(boxes, scores, iou_t=0.4):
+    def nms(boxes, scores, cls=None, iou_t=0.4, score_t=-np.inf):
         y1, x1, y2, x2 = (boxes[0][:, i] for i in range(4))
         lo_y, hi_y, lo_x, hi_x = np.minimum(y1, y2), np.maximum(y1, y2), np.minimum(
             x1, x2), np.maximum(x1, x2)
         s = scores[0][:, 0]
         kept = []
-        for b in sorted(range(len(s)), key=lambda i: (-s[i], i)):
+        for b in sorted((i for i in range(len(s)) if s[i] > score_t), key=lambda i: (-s[i], i)):
             ok = True
             for k in kept:
+                if cls is not None and cls[0, b] != cls[0, k]:
+                    continue  # perClassSuppression: only boxes of one class suppress
                 ih = max(0.0, min(hi_y[b], hi_y[k]) - max(lo_y[b], lo_y[k]))
                 iw = max(0.0, min(hi_x[b], hi_x[k]) - max(lo_x[b], lo_x[k]))
                 inter = ih * iw
@@ -1403,10 +1423,11 @@ def _more_exact_table():
         return np.array([kept + [-1] * (len(s) - len(kept))], np.int32)
 
     def boxes(rng):
-        cen, size = rng.uniform(0, 3, (1, 6, 2)), rng.uniform(0.5, 2, (1, 6, 2))
+        cen, size = rng.uniform(0, 1.5, (1, 6, 2)), rng.uniform(0.5, 2, (1, 6, 2))
         b = np.concatenate([cen - size / 2, cen + size / 2], -1)
         b[0, 2] = b[0, 2, [2, 3, 0, 1]]  # corners in the other order
-        return [b.astype(np.float32), rng.permutation(6).reshape(1, 6, 1).astype(np.float32)]
+        return [b.astype(np.float32),
+                (rng.permutation(6).reshape(1, 6, 1) / 5).astype(np.float32)]
 
     def pool_idx(rng):
         return [rng.permutation(2 * 2 * 4 * 4).reshape(2, 2, 4, 4).astype(np.float32)]
@@ -1496,6 +1517,12 @@ def _more_exact_table():
             dataType=DataType.float32), sparse_ref, sparse_in),
         (Q, "nonMaximumSuppression", lambda g, b, s: g.nonMaximumSuppression(
             b, s, iouThreshold=0.4), nms, boxes),
+        (Q, "nonMaximumSuppression classIndices, perClassSuppression, scoreThreshold",
+         lambda g, b, s, k: g.nonMaximumSuppression(
+             b, s, classIndicesTensor=k, iouThreshold=0.1, scoreThreshold=0.5,
+             perClassSuppression=True),
+         lambda b, s, k: nms(b, s, k, 0.1, 0.5), lambda rng: boxes(rng) + [
+             rng.integers(0, 2, (1, 6)).astype(np.int32)]),
         (Q, "maxPooling2DReturnIndices (globalFlatten2D)",
          lambda g, a: g.maxPooling2DReturnIndices(a, pix)[1], flat_argmax, pool_idx),
         (Q, "maxPooling4DReturnIndices (globalFlatten2D)",
