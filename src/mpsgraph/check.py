@@ -1679,6 +1679,11 @@ def _forward_table():
             lambda g, a, b: g.fastFourierTransform(cplx(g, a, b), [0, -1], descriptor=inv)),
          lambda a, b: [np.fft.ifftn(a + 1j * b.astype(np.float64), axes=(0, 2))],
          f32((4, 2, 6), (4, 2, 6))),
+        (F, "fastFourierTransform unitary scaling, axis -2", run(
+            lambda g, a, b: g.fastFourierTransform(cplx(g, a, b), [-2], descriptor=FFTDescriptor(
+                scalingMode=FFTScalingMode.unitary))),
+         lambda a, b: [np.fft.fft(a + 1j * b.astype(np.float64), axis=-2, norm="ortho")],
+         f32((5, 3), (5, 3))),
         (F, "realToHermiteanFFT", run(lambda g, a: g.realToHermiteanFFT(a, [0, 1])),
          lambda a: [np.fft.rfftn(a, axes=(0, 1))], f32((4, 6))),
         (F, "HermiteanToRealFFT (inverse, size scaling)", run(
@@ -1787,6 +1792,8 @@ def random_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
     exact.add(float(np.sum(u != draw(RandomOpDescriptor(
         distribution=RD.uniform, dataType=DataType.float32, min=-1.0, max=3.0)))),
         "same seed")
+    h = draw(RandomOpDescriptor(distribution=RD.uniform, dataType=DataType.float16))
+    exact.add(float(np.sum((h < 0) | (h >= 1))), "float16 uniform [0, 1) after rounding")
     g = Graph()
     t = g.randomUniformTensor([n], seed=3)
     uu = g.run({}, [t], device=device)[t].numpy()
