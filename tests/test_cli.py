@@ -148,3 +148,35 @@ def test_missing_torch_is_one_clean_line(monkeypatch, capsys):
 def test_unknown_suite(capsys):
     assert cli.main(["check", "--suite", "nope"]) == 2
     assert "unknown suite 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kernel, suite, row", [
+    ("HermiteanToRealFFT", "forward", "fft"),
+    ("maxPooling2DGradientIndices", "gradient-ops", "pooling gradient ops"),
+    ("nonMaximumSuppression", "exact", "NMS"),
+    ("randomTensor", "random", "randomTensor"),
+    ("sampleGridGradient", "ops", "sampleGrid"),
+])
+def test_check_new_suites_fail_on_a_wrong_kernel(monkeypatch, capsys, kernel, suite, row):
+    """A kernel off by a little (floats x 1.001, the first integer + 1) makes its row FAIL."""
+    from mpsgraph.backends.numpy import KERNELS
+
+    cli.main(["check", "--device", "cpu", "--suite", suite])  # every kernel registered
+    capsys.readouterr()
+    good = KERNELS[kernel]
+
+    def off(v):
+        v = np.array(v)
+        if v.dtype.kind == "f":
+            return (v * np.float32(1.001)).astype(v.dtype)
+        v.reshape(-1)[:1] += 1
+        return v
+
+    def bad(*args):
+        out = good(*args)
+        return tuple(off(v) for v in out) if isinstance(out, tuple) else off(out)
+
+    monkeypatch.setitem(KERNELS, kernel, bad)
+    assert cli.main(["check", "--device", "cpu", "--suite", suite]) == 1
+    out = capsys.readouterr().out
+    assert any("FAIL" in line and row in line for line in out.splitlines()), out

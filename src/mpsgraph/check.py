@@ -4,6 +4,13 @@ Every option of every op runs on the chosen device and is compared with a float6
 written as plain loops over the definitions (below, independent of the kernels), and the
 gradient ops are compared with central finite differences of the forward op. Prints a table
 (op, options covered, max relative error, PASS/FAIL).
+
+Suites: convolution, lstm, gru (option sweeps); ops (forward vs float64 NumPy, gradient rules
+through gradientForPrimaryTensor vs finite differences); exact (integer, index and bool
+results: equal to NumPy's); gradient-ops (the explicit gradient ops called directly, vs
+element-by-element finite differences of the forward reference); forward (FFT vs numpy.fft,
+stencil, optimizers, control flow and variables); random (moments within 5 standard errors,
+bounds, seeds and the Philox state, dropout's mask and gradient).
 """
 
 from __future__ import annotations
@@ -664,7 +671,7 @@ def _ops_table():
          [(2, 3, 3)], "any"),
         ("normalization", "variance", lambda g, a: g.variance(a, axes=[0, 2]),
          lambda a: a.var(axis=(0, 2), keepdims=True), [(3, 2, 4)], "any"),
-        ("normalization", "normalize (batch statistics)",
+        ("normalization", "normalize (batch statistics; its gradient: normalizationGradients)",
          lambda g, a, s: g.normalize(a, g.mean(a, [0, 2, 3]), g.variance(a, axes=[0, 2, 3]),
                                      gamma=s, epsilon=1e-3),
          lambda a, s: (a - a.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
@@ -674,9 +681,10 @@ def _ops_table():
             a, [5, 4], layout=L.NCHW, alignCorners=True),
          lambda a: np.einsum("oh,nchw,pw->ncop", _align_corners(3, 5), a,
                              _align_corners(3, 4)), [(2, 2, 3, 3)], "any"),
-        ("attention", "scaledDotProductAttention", lambda g, q, k, v: g.scaledDotProductAttention(
+        ("attention", "scaledDotProductAttention (scaledDotProductAttentionGradient)",
+         lambda g, q, k, v: g.scaledDotProductAttention(
             q, k, v), _sdpa_ref, [(2, 3, 4), (2, 5, 4), (2, 5, 3)], "any"),
-    ] + _math_ops_table() + _conv_pool_extra_table(pool_ref)
+    ] + _math_ops_table() + _conv_pool_extra_table(pool_ref) + _more_ops_table()
 
 
 def _align_corners(n_in: int, n_out: int) -> np.ndarray:
@@ -956,7 +964,7 @@ def _exact_table():
          lambda g, a, b: g.reductionOr(b, axes=[0, 1]),
          lambda a, b: np.any(b != 0, keepdims=True), ints),
     ]
-    return out
+    return out + _more_exact_table()
 
 
 def exact_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
@@ -979,12 +987,883 @@ def exact_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
     yield from rows.values()
 
 
+# ----------------------------------------------------------------------------- more model ops
+def _more_ops_table():
+    """Differentiable ops of the shape, gather / scatter, activation, sort, sample-grid and
+    control-flow families beyond the basic rows (same columns as `_ops_table`); integer
+    operands (indices, predicates) are constants inside the graph."""
+    from .descriptors import ImToColOpDescriptor
+    from .types import ResizeMode
+
+    c = lambda g, v: g.constant(np.asarray(v))  # noqa: E731
+    nd_idx = np.array([[0, 1], [2, 3], [0, 1]], np.int32)  # a duplicate row
+    ax_idx = np.array([[3, 0], [1, 1], [0, 2]], np.int32)  # along axis 1 of [3, 4]
+
+    def scatter_nd(upd, base):
+        out = base.copy()
+        np.add.at(out, (nd_idx[:, 0], nd_idx[:, 1]), upd)
+        return out
+
+    def scatter_axis(upd, base):
+        out = base.copy()
+        np.add.at(out, (np.arange(3)[:, None].repeat(2, 1), ax_idx), upd)
+        return out
+
+    def s2b(a):  # [N, C, H, W] -> [(hy, wx, n), C, H/2, W/2], the interleaved order
+        n, ch, h, w = a.shape
+        return a.reshape(n, ch, h // 2, 2, w // 2, 2).transpose(3, 5, 0, 1, 2, 4).reshape(
+            4 * n, ch, h // 2, w // 2)
+
+    def b2s(a):  # [(n, hy, wx), C, H, W] -> [n, C, 2H, 2W], the pixel-shuffle order
+        b, ch, h, w = a.shape
+        return a.reshape(b // 4, 2, 2, ch, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(
+            b // 4, ch, 2 * h, 2 * w)
+
+    def d2s(a):  # [N, (hy, wx, c), H, W] -> [N, c, 2H, 2W], the interleaved order
+        n, d, h, w = a.shape
+        return a.reshape(n, 2, 2, d // 4, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(
+            n, d // 4, 2 * h, 2 * w)
+
+    coords = np.array([[[[-0.9, -0.7], [0.1, 0.35], [1.2, 0.6]],
+                        [[0.45, -1.3], [-0.3, 0.8], [0.7, 0.05]]]])  # [1, 2, 3, (x, y)]
+
+    def sample_ref(a):  # NHWC, normalized, alignCorners False, bilinear, zero padding
+        n, h, w, ch = a.shape
+        px = ((coords[..., 0] + 1) * w - 1) / 2
+        py = ((coords[..., 1] + 1) * h - 1) / 2
+        x0, y0 = np.floor(px).astype(int), np.floor(py).astype(int)
+        out = np.zeros(coords.shape[:3] + (ch,))
+        for dy_ in (0, 1):
+            for dx_ in (0, 1):
+                yy, xx = y0 + dy_, x0 + dx_
+                wgt = (1 - np.abs(py - yy)) * (1 - np.abs(px - xx))
+                ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+                val = a[0][np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
+                out += (wgt * ok)[..., None] * val
+        return out
+
+    def sample_near_ref(a):  # NCHW, alignCorners, nearest (roundPreferCeil), clampToEdge
+        n, ch, h, w = a.shape
+        ix = np.clip(np.floor((coords[..., 0] + 1) * (w - 1) / 2 + 0.5), 0, w - 1).astype(int)
+        iy = np.clip(np.floor((coords[..., 1] + 1) * (h - 1) / 2 + 0.5), 0, h - 1).astype(int)
+        return a[0][:, iy[0], ix[0]][None]
+
+    im = ImToColOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
+
+    def col_to_im(a):  # [n, c * 4 (window), 4 (positions)] -> [n, c, 4, 4], windows disjoint
+        return a.reshape(2, 2, 2, 2, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 4, 4)
+
+    T = lambda: True  # noqa: E731
+    F = lambda: False  # noqa: E731
+    return [
+        ("shape: broadcast, dims, split", "broadcast", lambda g, a: g.broadcast(a, [2, 3, 4]),
+         lambda a: np.broadcast_to(a, (2, 3, 4)), [(3, 1)], "any"),
+        ("shape: broadcast, dims, split", "expandDims", lambda g, a: g.expandDims(a, axis=1),
+         lambda a: a[:, None], [(2, 3)], "any"),
+        ("shape: broadcast, dims, split", "squeeze", lambda g, a: g.squeeze(a, axis=1),
+         lambda a: a[:, 0], [(2, 1, 3)], "any"),
+        ("shape: broadcast, dims, split", "flatten2D", lambda g, a: g.flatten2D(a, 1),
+         lambda a: a.reshape(2, 12), [(2, 3, 4)], "any"),
+        ("shape: broadcast, dims, split", "split", lambda g, a: g.split(a, [1, 2], axis=1)[1],
+         lambda a: a[:, 1:3], [(2, 3)], "any"),
+        ("shape: broadcast, dims, split", "transposeTensor",
+         lambda g, a: g.transposeTensor(a, 0, 2), lambda a: np.swapaxes(a, 0, 2),
+         [(2, 3, 4)], "any"),
+        ("shape: broadcast, dims, split", "sliceUpdateDataTensor",
+         lambda g, a, b: g.sliceUpdateDataTensor(a, b, [1, 0], [3, 3], [1, 1]),
+         lambda a, b: np.concatenate([a[:1], b, a[3:]]), [(4, 3), (2, 3)], "any"),
+        ("shape: space, batch, depth", "spaceToBatch", lambda g, a: g.spaceToBatch(
+            a, spatialAxes=[2, 3], batchAxis=0, blockDimensions=[2, 2],
+            usePixelShuffleOrder=False), s2b, [(2, 2, 4, 2)], "any"),
+        ("shape: space, batch, depth", "batchToSpace", lambda g, a: g.batchToSpace(
+            a, spatialAxes=[2, 3], batchAxis=0, blockDimensions=[2, 2],
+            usePixelShuffleOrder=True), b2s, [(8, 2, 2, 1)], "any"),
+        ("shape: space, batch, depth", "spaceToBatch pixel-shuffle order, axes [3, 1]",
+         lambda g, a: g.spaceToBatch(a, spatialAxes=[3, 1], batchAxis=2,
+                                     blockDimensions=[2, 1], usePixelShuffleOrder=True),
+         lambda a: a.reshape(2, 3, 2, 2, 2).transpose(0, 1, 2, 4, 3).reshape(2, 3, 4, 2),
+         [(2, 3, 2, 4)], "any"),
+        ("shape: space, batch, depth", "depthToSpace2D", lambda g, a: g.depthToSpace2D(
+            a, widthAxis=3, heightAxis=2, depthAxis=1, blockSize=2,
+            usePixelShuffleOrder=False), d2s, [(2, 8, 2, 3)], "any"),
+        ("gather: ND, along axis", "gatherND",
+         lambda g, a: g.gatherND(a, indicesTensor=c(g, nd_idx)),
+         lambda a: a[nd_idx[:, 0], nd_idx[:, 1]], [(3, 4, 2)], "any"),
+        ("gather: ND, along axis", "gatherAlongAxis",
+         lambda g, a: g.gatherAlongAxis(1, updates=a, indices=c(g, ax_idx)),
+         lambda a: np.take_along_axis(a, ax_idx, 1), [(3, 4)], "any"),
+        ("gather: ND, along axis", "gatherAlongAxisTensor",
+         lambda g, a: g.gatherAlongAxisTensor(c(g, np.int32(1)), updates=a,
+                                              indices=c(g, ax_idx)),
+         lambda a: np.take_along_axis(a, ax_idx, 1), [(3, 4)], "any"),
+        ("scatter: ND, along axis (add, duplicates)", "scatterND",
+         lambda g, u: g.scatterND(u, indicesTensor=c(g, nd_idx), shape=[3, 4, 2]),
+         lambda u: scatter_nd(u, np.zeros((3, 4, 2))), [(3, 2)], "any"),
+        ("scatter: ND, along axis (add, duplicates)", "scatterNDWithData",
+         lambda g, d, u: g.scatterNDWithData(d, updates=u, indices=c(g, nd_idx)),
+         lambda d, u: scatter_nd(u, d), [(3, 4, 2), (3, 2)], "any"),
+        ("scatter: ND, along axis (add, duplicates)", "scatterAlongAxis",
+         lambda g, d, u: g.scatterAlongAxis(1, data=d, updates=u, indices=c(g, ax_idx),
+                                            mode=ScatterMode.add),
+         lambda d, u: scatter_axis(u, d), [(3, 4), (3, 2)], "any"),
+        ("scatter: ND, along axis (add, duplicates)", "scatterAlongAxisTensor",
+         lambda g, u: g.scatterAlongAxisTensor(c(g, np.int32(-1)), updates=u,
+                                               indices=c(g, ax_idx), shape=[3, 4],
+                                               mode=ScatterMode.add),
+         lambda u: scatter_axis(u, np.zeros((3, 4))), [(3, 2)], "any"),
+        ("activation, sort, sampleGrid, colToIm (more)", "leakyReLU",
+         lambda g, a: g.leakyReLU(a, 0.2), lambda a: np.where(a > 0, a, 0.2 * a), [(3, 4)],
+         "away0"),
+        ("activation, sort, sampleGrid, colToIm (more)", "bottomK (bottomKGradient)",
+         lambda g, a: g.bottomK(a, k=2)[0], lambda a: np.sort(a, axis=-1)[..., :2], [(3, 5)],
+         "any"),
+        ("activation, sort, sampleGrid, colToIm (more)",
+         "sampleGrid bilinear (sampleGridGradient)",
+         lambda g, a: g.sampleGrid(a, g.constant(coords.astype(np.float32))), sample_ref,
+         [(1, 3, 4, 2)], "any"),
+        ("activation, sort, sampleGrid, colToIm (more)",
+         "sampleGrid nearest, alignCorners, clampToEdge, NCHW",
+         lambda g, a: g.sampleGrid(a, g.constant(coords.astype(np.float32)), layout=L.NCHW,
+                                   alignCorners=True, paddingMode=PaddingMode.clampToEdge,
+                                   samplingMode=ResizeMode.nearest), sample_near_ref,
+         [(1, 2, 3, 4)], "any"),
+        ("activation, sort, sampleGrid, colToIm (more)", "colToIm",
+         lambda g, a: g.colToIm(a, [2, 2, 4, 4], im), col_to_im, [(2, 8, 4)], "any"),
+        ("control flow: if_", "if_ (then taken)", lambda g, a, b: g.if_(
+            g.constant(np.array(T())), then=lambda: [g.multiplication(a, g.exponent(b))],
+            elseBlock=lambda: [g.square(b)])[0], lambda a, b: a * np.exp(b), [(2, 3), (2, 3)],
+         "any"),
+        ("control flow: if_", "if_ (else taken)", lambda g, a, b: g.if_(
+            g.constant(np.array(F())), then=lambda: [g.multiplication(a, g.exponent(b))],
+            elseBlock=lambda: [g.multiplication(g.square(b), a)])[0],
+         lambda a, b: b * b * a, [(2, 3), (2, 3)], "any"),
+    ]
+
+
+def _num_vjp(f, args, wrt, dy, eps=1e-6):
+    """d <dy, f(args)> / d args[wrt], element by element by central differences (float64)."""
+    x = args[wrt]
+    out = np.zeros(x.shape)
+    for i in np.ndindex(*x.shape):
+        e = np.zeros(x.shape)
+        e[i] = eps
+        plus = list(args)
+        plus[wrt] = x + e
+        minus = list(args)
+        minus[wrt] = x - e
+        out[i] = (np.vdot(dy, f(*plus)) - np.vdot(dy, f(*minus))) / (2 * eps)
+    return out
+
+
+def _gradient_ops_table():
+    """(family, op, build(g, dy, *tensors), forward f64 reference f(*arrays), index of the
+    argument differentiated, input shapes, input domain): the explicit gradient ops, called
+    directly; each must equal d <dy, f> / d args[wrt], computed element by element by
+    central differences of the forward reference."""
+    from .descriptors import (
+        Convolution2DOpDescriptor,
+        Convolution3DOpDescriptor,
+        DepthwiseConvolution2DOpDescriptor,
+        DepthwiseConvolution3DOpDescriptor,
+        Pooling2DOpDescriptor,
+        Pooling4DOpDescriptor,
+    )
+
+    pool = Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2)
+    p4 = Pooling4DOpDescriptor(kernelSizes=[1, 1, 2, 2], strides=[1, 1, 2, 2])
+
+    def win(a):  # [n, c, 4, 4] -> [n, c, 2, 2, 4]: the 2x2 windows of stride 2
+        n, ch = a.shape[:2]
+        return a.reshape(n, ch, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, ch, 2, 2, 4)
+
+    def sm(a):
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def ce(a, lab):
+        z = a - a.max(-1, keepdims=True)
+        return np.array([[-(lab * (z - np.log(np.exp(z).sum(-1, keepdims=True)))).sum()
+                          / a.shape[0]]])
+
+    def xhat(x):
+        m, v = x.mean(axis=(0, 2), keepdims=True), x.var(axis=(0, 2), keepdims=True)
+        return (x - m) / np.sqrt(v + np.float64(np.float32(1e-3)))
+
+    def stats(g, x):
+        return g.mean(x, [0, 2]), g.variance(x, axes=[0, 2])
+
+    def norm_grad(g, dy, x, gm):
+        m, v = stats(g, x)
+        gg = g.normalizationGammaGradient(dy, x, m, v, [0, 2], 1e-3)
+        bg = g.normalizationBetaGradient(dy, x, [0, 2])
+        return g.normalizationGradient(dy, x, m, v, gm, gg, bg, [0, 2], 1e-3)
+
+    def conv3d(x, w):  # stride 1, unpadded
+        kd, kh, kw = w.shape[2:]
+        do, ho, wo = (s - k + 1 for s, k in zip(x.shape[2:], w.shape[2:]))
+        y = 0.0
+        for a in range(kd):
+            for b in range(kh):
+                for e in range(kw):
+                    y = y + np.einsum("ncdhw,oc->nodhw",
+                                      x[:, :, a:a + do, b:b + ho, e:e + wo], w[:, :, a, b, e])
+        return y
+
+    def dw(x, w):  # depthwise, w [M, C, 3, 3], pad 1
+        m, ch = w.shape[:2]
+        return ref_conv(x, w.transpose(1, 0, 2, 3).reshape(ch * m, 1, 3, 3), 1, 1, 1, 1, 1, 1,
+                        ch, x.shape[2], x.shape[3])
+
+    d3 = Convolution3DOpDescriptor()
+    dw2 = DepthwiseConvolution2DOpDescriptor(paddingLeft=1, paddingRight=1, paddingTop=1,
+                                             paddingBottom=1)
+    dw3 = DepthwiseConvolution3DOpDescriptor(paddingValues=[0, 0, 1, 1, 1, 1],
+                                             channelDimensionIndex=-3)
+    tr = Convolution2DOpDescriptor(strideInX=2, strideInY=2, paddingTop=1, paddingLeft=1,
+                                   paddingBottom=1, paddingRight=1)
+    tconv = lambda x, w: ref_conv_data_grad(x, w, (1, 2, 5, 5), 2, 2, 1, 1, 1, 1, 1)  # noqa
+    pix = Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2,
+                                returnIndicesMode=2)  # globalFlatten2D
+    p4x = Pooling4DOpDescriptor(kernelSizes=[1, 1, 2, 2], strides=[1, 1, 2, 2],
+                                returnIndicesMode=4)  # globalFlatten4D
+
+    def sgrad(g, dy, x, lab):
+        y = g.softMaxCrossEntropy(x, lab, -1, reductionType=LossReductionType.mean)
+        p = g.reductionSum(g.multiplication(y, dy), axes=[0, 1])
+        return g.gradientForPrimaryTensor(p, [lab])[lab]
+
+    A = "activation gradient ops"
+    P = "pooling gradient ops"
+    S = "shape, sort gradient ops"
+    C = "convolution gradient ops"
+    N = "normalization, loss, resize gradient ops"
+    return [
+        (A, "reLUGradient", lambda g, dy, x: g.reLUGradient(dy, x),
+         lambda x: np.maximum(x, 0), 0, [(3, 4)], "away0"),
+        (A, "sigmoidGradient", lambda g, dy, x: g.sigmoidGradient(dy, x),
+         lambda x: 1 / (1 + np.exp(-x)), 0, [(3, 4)], "any"),
+        (A, "softMaxGradient", lambda g, dy, x: g.softMaxGradient(dy, x, -1), sm, 0,
+         [(3, 4)], "any"),
+        (A, "leakyReLUGradient", lambda g, dy, x: g.leakyReLUGradient(
+            dy, x, g.constant(0.3, dataType=DataType.float32)),
+         lambda x: np.where(x > 0, x, 0.3 * x), 0, [(3, 4)], "away0"),
+        (P, "maxPooling2DGradient", lambda g, dy, x: g.maxPooling2DGradient(dy, x, pool),
+         lambda x: win(x).max(-1), 0, [(2, 2, 4, 4)], "any"),
+        (P, "avgPooling2DGradient", lambda g, dy, x: g.avgPooling2DGradient(dy, x, pool),
+         lambda x: win(x).mean(-1), 0, [(2, 2, 4, 4)], "any"),
+        (P, "maxPooling4DGradient", lambda g, dy, x: g.maxPooling4DGradient(dy, x, p4),
+         lambda x: win(x).max(-1), 0, [(2, 2, 4, 4)], "any"),
+        (P, "avgPooling4DGradient", lambda g, dy, x: g.avgPooling4DGradient(dy, x, p4),
+         lambda x: win(x).mean(-1), 0, [(2, 2, 4, 4)], "any"),
+        (P, "L2NormPooling4DGradient", lambda g, dy, x: g.L2NormPooling4DGradient(dy, x, p4),
+         lambda x: np.sqrt((win(x) ** 2).sum(-1)), 0, [(2, 2, 4, 4)], "any"),
+        (P, "maxPooling2DGradient from maxPooling2DReturnIndices "
+         "(maxPooling2DGradientIndices)", lambda g, dy, x: g.maxPooling2DGradient(
+             dy, indicesTensor=g.maxPooling2DReturnIndices(x, pix)[1], outputShape=[2, 2, 4, 4],
+             descriptor=pix), lambda x: win(x).max(-1), 0, [(2, 2, 4, 4)], "any"),
+        (P, "maxPooling4DGradient from maxPooling4DReturnIndices "
+         "(maxPooling4DGradientIndices)", lambda g, dy, x: g.maxPooling4DGradient(
+             dy, indicesTensor=g.maxPooling4DReturnIndices(x, p4x)[1], outputShape=[2, 2, 4, 4],
+             descriptor=p4x), lambda x: win(x).max(-1), 0, [(2, 2, 4, 4)], "any"),
+        (S, "padGradient", lambda g, dy, x: g.padGradient(dy, x, PaddingMode.reflect, [1, 2],
+                                                          [2, 1]),
+         lambda x: np.pad(x, [(1, 2), (2, 1)], mode="reflect"), 0, [(3, 4)], "any"),
+        (S, "tileGradient", lambda g, dy, x: g.tileGradient(dy, x, [2, 3]),
+         lambda x: np.tile(x, (2, 3)), 0, [(2, 3)], "any"),
+        (S, "sliceGradientTensor", lambda g, dy, x: g.sliceGradientTensor(
+            dy, [3, 5], [0, 4], [3, 0], [2, -2]), lambda x: x[0:3:2, 4:0:-2], 0, [(3, 5)],
+         "any"),
+        (S, "topKGradient", lambda g, dy, x: g.topKGradient(dy, source=x, k=2),
+         lambda x: -np.sort(-x, axis=-1)[..., :2], 0, [(3, 5)], "any"),
+        (S, "bottomKGradient", lambda g, dy, x: g.bottomKGradient(dy, source=x, k=3, axis=0),
+         lambda x: np.sort(x, axis=0)[:3], 0, [(4, 3)], "any"),
+        (C, "convolution3DDataGradient", lambda g, dy, x, w: g.convolution3DDataGradient(
+            dy, w, [1, 2, 3, 3, 3], d3), conv3d, 0, [(1, 2, 3, 3, 3), (2, 2, 2, 2, 2)], "any"),
+        (C, "convolution3DWeightsGradient", lambda g, dy, x, w:
+         g.convolution3DWeightsGradient(dy, x, [2, 2, 2, 2, 2], d3), conv3d, 1,
+         [(1, 2, 3, 3, 3), (2, 2, 2, 2, 2)], "any"),
+        (C, "depthwiseConvolution2DDataGradient", lambda g, dy, x, w:
+         g.depthwiseConvolution2DDataGradient(dy, w, [1, 2, 3, 3], dw2), dw, 0,
+         [(1, 2, 3, 3), (2, 2, 3, 3)], "any"),
+        (C, "depthwiseConvolution2DWeightsGradient", lambda g, dy, x, w:
+         g.depthwiseConvolution2DWeightsGradient(dy, x, [2, 2, 3, 3], dw2), dw, 1,
+         [(1, 2, 3, 3), (2, 2, 3, 3)], "any"),
+        (C, "depthwiseConvolution3DDataGradient", lambda g, dy, x, w:
+         g.depthwiseConvolution3DDataGradient(dy, w, [2, 2, 3, 3], dw3), dw, 0,
+         [(2, 2, 3, 3), (1, 2, 3, 3)], "any"),
+        (C, "depthwiseConvolution3DWeightsGradient", lambda g, dy, x, w:
+         g.depthwiseConvolution3DWeightsGradient(dy, x, [1, 2, 3, 3], dw3), dw, 1,
+         [(2, 2, 3, 3), (1, 2, 3, 3)], "any"),
+        (C, "convolutionTranspose2DDataGradient", lambda g, dy, x, w:
+         g.convolutionTranspose2DDataGradient(dy, w, [1, 3, 3, 3], tr), tconv, 0,
+         [(1, 3, 3, 3), (3, 2, 3, 3)], "any"),
+        (C, "convolutionTranspose2DWeightsGradient", lambda g, dy, x, w:
+         g.convolutionTranspose2DWeightsGradient(dy, source=x, outputShape=[3, 2, 3, 3],
+                                                 forwardConvolutionDescriptor=tr), tconv, 1,
+         [(1, 3, 3, 3), (3, 2, 3, 3)], "any"),
+        (N, "normalizationGradient (with normalizationGammaGradient, "
+         "normalizationBetaGradient)", norm_grad, lambda x, gm: xhat(x) * gm, 0,
+         [(3, 2, 4), (1, 2, 1)], "any"),
+        (N, "normalizationGammaGradient", lambda g, dy, x, gm: g.normalizationGammaGradient(
+            dy, x, *stats(g, x), [0, 2], 1e-3), lambda x, gm: xhat(x) * gm, 1,
+         [(3, 2, 4), (1, 2, 1)], "any"),
+        (N, "normalizationBetaGradient", lambda g, dy, x, b: g.normalizationBetaGradient(
+            dy, x, [0, 2]), lambda x, b: xhat(x) + b, 1, [(3, 2, 4), (1, 2, 1)], "any"),
+        (N, "softMaxCrossEntropyGradient", lambda g, dy, x, lab: g.softMaxCrossEntropyGradient(
+            dy, x, lab, -1, reductionType=LossReductionType.mean), ce, 0, [(3, 4), (3, 4)],
+         "labels"),
+        (N, "softMaxCrossEntropyLabelsGradient (via gradientForPrimaryTensor)", sgrad, ce, 1,
+         [(3, 4), (3, 4)], "labels"),
+        (N, "resizeBilinear gradient form (resizeWithGradient)",
+         lambda g, dy, x: g.resizeBilinear(dy, input=x, layout=L.NCHW, alignCorners=True),
+         lambda x: np.einsum("oh,nchw,pw->ncop", _align_corners(3, 5), x,
+                             _align_corners(3, 4)), 0, [(1, 2, 3, 3)], "any"),
+    ]
+
+
+def _moved(f, args, wrt, u, vs, s, t, w) -> float:
+    """<w, f(args + s u (in argument wrt) + t vs (in the first len(vs) arguments))>."""
+    moved = [a + t * v for a, v in zip(args, vs)] + list(args[len(vs):])
+    moved[wrt] = moved[wrt] + s * u
+    return float(np.vdot(w, f(*moved)))
+
+
+def gradient_ops_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """The gradient ops called directly (not through gradientForPrimaryTensor): each vs the
+    element-by-element central differences of its forward's float64 reference. Those with a
+    gradient rule also get it checked: P = sum(u * op(dy, x..)) = <dy, J u> (J the forward's
+    Jacobian in the argument differentiated), so dP/d dy is the forward's derivative along u
+    and dP/dx a mixed second difference of <dy, f>, both by central differences of f."""
+    from .ops._registry import OPS
+
+    rows: dict[str, tuple[Row, Row]] = {}
+    for fam, op, build, f, wrt, shapes, domain in _gradient_ops_table():
+        if fam not in rows:
+            names = [o for fa, o, *_ in _gradient_ops_table() if fa == fam]
+            rows[fam] = (Row(fam, "vs finite differences of the forward: " + ", ".join(names),
+                             tol=1e-5),
+                         Row(fam, "gradient rules of those with one, via "
+                             "gradientForPrimaryTensor vs finite differences", tol=1e-4))
+        args = []
+        for i, sh in enumerate(shapes):
+            a = rng.standard_normal(sh)
+            if domain == "away0":
+                a = np.sign(a) * (np.abs(a) + 0.1)
+            elif domain == "labels" and i == 1:
+                a = np.eye(sh[-1])[rng.integers(0, sh[-1], sh[0])] * 0.8 + 0.05
+            args.append(a.astype(np.float32).astype(np.float64))
+        dy = rng.standard_normal(np.shape(f(*args))).astype(np.float32).astype(np.float64)
+        g = Graph()
+        ph = [g.placeholder(list(a.shape)) for a in args]
+        dyt = g.placeholder(list(dy.shape))
+        y = build(g, dyt, *ph)
+        feeds = {t: a.astype(np.float32) for t, a in zip(ph, args)}
+        feeds[dyt] = dy.astype(np.float32)
+        has_rule = OPS[y.operation.kind].grad is not None
+        fetch = [y]
+        if has_rule:
+            u = rng.standard_normal(args[wrt].shape)
+            primary = g.reductionSum(g.multiplication(y, g.constant(u.astype(np.float32))),
+                                     axes=list(range(len(u.shape))))
+            diff = [dyt] + [t for t, a in zip(ph, args) if not (domain == "labels"
+                                                                 and a is args[-1])]
+            grads = g.gradientForPrimaryTensor(primary, diff)
+            fetch += [grads[t] for t in diff]
+        out = g.run(feeds, fetch, device=device)
+        want = _num_vjp(f, args, wrt, dy)
+        rows[fam][0].add(_rel_err(out[y].numpy(), want), op)
+        if not has_rule:
+            continue
+        vs = [rng.standard_normal(a.shape) for a in [dy] + args[:len(diff) - 1]]
+        e, h = 1e-6, 1e-4
+        m = [_moved(f, args, wrt, u, vs[1:], s_, t_, w) for s_, t_, w in (
+            (e, 0, vs[0]), (-e, 0, vs[0]), (h, h, dy), (h, -h, dy), (-h, h, dy), (-h, -h, dy))]
+        num = (m[0] - m[1]) / (2 * e) + (m[2] - m[3] - m[4] + m[5]) / (4 * h * h)
+        ana = scale = 0.0
+        for t, v in zip(diff, vs):
+            gt = out[grads[t]].numpy().astype(np.float64)
+            ana += np.vdot(gt, v)
+            scale += np.vdot(np.abs(gt), np.abs(v))
+        rows[fam][1].add(abs(num - ana) / max(scale, 1.0), op)
+    for fwd, bwd in rows.values():
+        yield fwd
+        if bwd.cases:
+            yield bwd
+
+
+def _more_exact_table():
+    """Rows of `_exact_table` for the integer / index results of the gather, shape, sort,
+    quantization, sparse, NMS and pooling-index ops (references: plain NumPy)."""
+    from .descriptors import Pooling2DOpDescriptor, Pooling4DOpDescriptor, StencilOpDescriptor
+    from .types import ReductionMode, SparseStorageType
+
+    def hamming(a, b):  # popcount(a[.., m, :] ^ b[.., n, :]) summed over k
+        x = (a[..., :, None, :] ^ b[..., None, :, :]).astype(np.uint32)
+        return sum(((x >> k) & 1).sum(-1) for k in range(32)).astype(np.uint32)
+
+    def nms(boxes, scores, cls=None, iou_t=0.4, score_t=-np.inf):
+        y1, x1, y2, x2 = (boxes[0][:, i] for i in range(4))
+        lo_y, hi_y, lo_x, hi_x = np.minimum(y1, y2), np.maximum(y1, y2), np.minimum(
+            x1, x2), np.maximum(x1, x2)
+        s = scores[0][:, 0]
+        kept = []
+        for b in sorted((i for i in range(len(s)) if s[i] > score_t), key=lambda i: (-s[i], i)):
+            ok = True
+            for k in kept:
+                if cls is not None and cls[0, b] != cls[0, k]:
+                    continue  # perClassSuppression: only boxes of one class suppress
+                ih = max(0.0, min(hi_y[b], hi_y[k]) - max(lo_y[b], lo_y[k]))
+                iw = max(0.0, min(hi_x[b], hi_x[k]) - max(lo_x[b], lo_x[k]))
+                inter = ih * iw
+                union = ((hi_y[b] - lo_y[b]) * (hi_x[b] - lo_x[b])
+                         + (hi_y[k] - lo_y[k]) * (hi_x[k] - lo_x[k]) - inter)
+                ok &= (inter / union if union > 0 else 0.0) <= iou_t
+            if ok:
+                kept.append(b)
+        return np.array([kept + [-1] * (len(s) - len(kept))], np.int32)
+
+    def boxes(rng):
+        cen, size = rng.uniform(0, 1.5, (1, 6, 2)), rng.uniform(0.5, 2, (1, 6, 2))
+        b = np.concatenate([cen - size / 2, cen + size / 2], -1)
+        b[0, 2] = b[0, 2, [2, 3, 0, 1]]  # corners in the other order
+        return [b.astype(np.float32),
+                (rng.permutation(6).reshape(1, 6, 1) / 5).astype(np.float32)]
+
+    def pool_idx(rng):
+        return [rng.permutation(2 * 2 * 4 * 4).reshape(2, 2, 4, 4).astype(np.float32)]
+
+    def flat_argmax(a):  # h * 4 + w of each 2x2 window's maximum
+        n, ch = a.shape[:2]
+        v = a.reshape(n, ch, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, ch, 2, 2, 4)
+        k = v.argmax(-1)
+        i, j = np.arange(2)[:, None], np.arange(2)[None]
+        return ((2 * i + k // 2) * 4 + 2 * j + k % 2).astype(np.int32)
+
+    pix = Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2,
+                                returnIndicesMode=2)  # globalFlatten2D: h * W + w
+    p4x = Pooling4DOpDescriptor(kernelSizes=[1, 1, 2, 2], strides=[1, 1, 2, 2],
+                                returnIndicesMode=2)  # globalFlatten2D
+    quarters = lambda rng: [(rng.integers(-300, 300, (3, 4)) / 4).astype(np.float32)]  # noqa
+    ints = lambda lo, hi, sh, dt=np.int32: lambda rng: [  # noqa: E731
+        rng.integers(lo, hi, sh).astype(dt)]
+
+    def sparse_in(rng):
+        return [rng.integers(-8, 8, 7).astype(np.float32),
+                rng.integers(0, 4, 7).astype(np.int32), rng.integers(0, 3, 7).astype(np.int32)]
+
+    def sparse_ref(v, col, row):
+        out = np.zeros((3, 4))
+        np.add.at(out, (row, col), v)
+        return out
+
+    def special(rng):
+        a = rng.uniform(-60, 60, (3, 4)).astype(np.float32)
+        a.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, 3e9]
+        return [a]
+
+    G = "gather, shape, sort (exact)"
+    Q = "quantization, sparse, NMS, pooling indices (exact)"
+    return [
+        (G, "oneHot", lambda g, a: g.oneHot(a, 4, axis=0, onValue=2.0, offValue=-1.0),
+         lambda a: np.where(np.arange(4)[:, None] == a[None], 2.0, -1.0), ints(0, 4, (5,))),
+        (G, "coordinate", lambda g: g.coordinate(1, [2, 3, 2]),
+         lambda: np.indices((2, 3, 2))[1], lambda rng: []),
+        (G, "nonZeroIndices", lambda g, a: g.nonZeroIndices(a),
+         lambda a: np.argwhere(a), ints(-1, 2, (3, 4))),
+        (G, "HammingDistance", lambda g, a, b: g.HammingDistance(a, b), hamming,
+         lambda rng: [rng.integers(-2**31, 2**31, (2, 3, 2)).astype(np.int32),
+                      rng.integers(-2**31, 2**31, (2, 4, 2)).astype(np.int32)]),
+        (G, "argSort descending (stable, ties)",
+         lambda g, a: g.argSort(a, axis=1, descending=True),
+         lambda a: np.argsort(-a, axis=1, kind="stable"), ints(0, 4, (3, 6))),
+        (G, "shapeOf", lambda g, a: g.shapeOf(a), lambda a: np.array(a.shape),
+         ints(0, 4, (3, 1, 2))),
+        (G, "reinterpretCast float32 -> uInt8",
+         lambda g, a: g.reinterpretCast(a, DataType.uInt8), lambda a: a.view(np.uint8),
+         quarters),
+        (G, "reinterpretCast int32 -> float32 (shape kept)",
+         lambda g, a: g.reinterpretCast(a, DataType.float32), lambda a: a.view(np.float32),
+         ints(-2**31, 2**31, (3, 4))),
+        (G, "cast float32 -> int32 (truncate, saturate, NaN -> 0)",
+         lambda g, a: g.cast(a, DataType.int32),
+         lambda a: np.where(np.isnan(a), 0, np.clip(np.trunc(np.nan_to_num(a.astype(
+             np.float64), posinf=3e9, neginf=-3e9)), -2**31, 2**31 - 1)), special),
+        (G, "cast int32 -> float16", lambda g, a: g.cast(a, DataType.float16),
+         lambda a: a.astype(np.float16), ints(-2048, 2048, (3, 4))),
+        (Q, "quantize int8 (scale, zeroPoint, ties to even, saturate)",
+         lambda g, a: g.quantize(a, 0.5, 3.0, dataType=DataType.int8),
+         lambda a: np.clip(np.rint(a / 0.5 + 3), -128, 127), quarters),
+        (Q, "quantize uInt8 per axis (scale, zeroPoint tensors)",
+         lambda g, a: g.quantize(a, g.constant(np.float32([0.5, 0.25, 1, 2])), g.constant(
+             np.float32([3, 0, 250, 1])), dataType=DataType.uInt8, axis=1),
+         lambda a: np.clip(np.rint(a / np.array([0.5, 0.25, 1, 2]) + [3, 0, 250, 1]), 0, 255),
+         quarters),
+        (Q, "stencil argumentMax (first of ties)", lambda g, x: g.stencil(
+            x, g.constant(np.float32([[[[1, -1], [2, 1]]]])), descriptor=StencilOpDescriptor(
+                reductionMode=ReductionMode.argumentMax)),
+         lambda x: np.stack([x[:, :, p:p + 3, q:q + 4] * wv for p, q, wv in (
+             (0, 0, 1), (0, 1, -1), (1, 0, 2), (1, 1, 1))]).argmax(0),
+         lambda rng: [rng.integers(-2, 3, (1, 2, 4, 5)).astype(np.float32)]),
+        (Q, "dequantize int8", lambda g, a: g.dequantize(a, 0.25, 2.0,
+                                                         dataType=DataType.float32),
+         lambda a: 0.25 * (a.astype(np.float64) - 2), ints(-128, 128, (3, 4), np.int8)),
+        (Q, "dequantize LUTTensor (dequantizeLUT)",
+         lambda g, a: g.dequantize(a, LUTTensor=g.constant(
+             np.linspace(-2, 2, 256).astype(np.float32))),
+         lambda a: np.linspace(-2, 2, 256).astype(np.float32)[a], ints(0, 256, (3, 4),
+                                                                       np.uint8)),
+        (Q, "sparseTensor COO (duplicates summed)", lambda g, v, col, row: g.sparseTensor(
+            SparseStorageType.COO, tensors=[v, col, row], shape=[3, 4],
+            dataType=DataType.float32), sparse_ref, sparse_in),
+        (Q, "nonMaximumSuppression", lambda g, b, s: g.nonMaximumSuppression(
+            b, s, iouThreshold=0.4), nms, boxes),
+        (Q, "nonMaximumSuppression classIndices, perClassSuppression, scoreThreshold",
+         lambda g, b, s, k: g.nonMaximumSuppression(
+             b, s, classIndicesTensor=k, iouThreshold=0.1, scoreThreshold=0.5,
+             perClassSuppression=True),
+         lambda b, s, k: nms(b, s, k, 0.1, 0.5), lambda rng: boxes(rng) + [
+             rng.integers(0, 2, (1, 6)).astype(np.int32)]),
+        (Q, "maxPooling2DReturnIndices (globalFlatten2D)",
+         lambda g, a: g.maxPooling2DReturnIndices(a, pix)[1], flat_argmax, pool_idx),
+        (Q, "maxPooling4DReturnIndices (globalFlatten2D)",
+         lambda g, a: g.maxPooling4DReturnIndices(a, p4x)[1], flat_argmax, pool_idx),
+    ]
+
+
+# ----------------------------------------------------------------------------- forward-only
+def _run_outs(device, build, args, **run_kw):
+    g = Graph()
+    ph = [g.placeholder(list(a.shape), DataType.from_numpy(a.dtype)) for a in args]
+    outs = build(g, *ph)
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    res = g.run(dict(zip(ph, args)), list(outs), device=device, **run_kw)
+    return [res[t].numpy() for t in outs]
+
+
+def _forward_table():
+    """(family, op, run(device, *arrays) -> results, float64 reference(*arrays) -> results,
+    inputs maker(rng)): the float ops without a gradient (FFT, stencil, optimizers) and the
+    control-flow and memory ops, which run several graphs or read variables back."""
+    from .descriptors import FFTDescriptor, StencilOpDescriptor
+    from .types import FFTScalingMode, ReductionMode, ShapedType
+
+    def f32(*shapes):
+        return lambda rng: [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def run(build, **kw):
+        return lambda device, *a: _run_outs(device, build, list(a), **kw)
+
+    def cplx(g, a, b):
+        return g.complexTensor(a, imaginaryTensor=b)
+
+    def stencil_ref(x, w, mode, pad, stride):
+        xp = np.pad(x, [(0, 0), (0, 0), pad[0], pad[1]], mode=mode)
+        kh, kw = w.shape[2:]
+        ho, wo = (xp.shape[2] - kh) // stride + 1, (xp.shape[3] - kw) // stride + 1
+        taps = np.stack([xp[:, :, p:p + stride * (ho - 1) + 1:stride,
+                            q:q + stride * (wo - 1) + 1:stride] * w[0, 0, p, q]
+                         for p in range(kh) for q in range(kw)])
+        return taps
+
+    st_sum = StencilOpDescriptor(explicitPadding=(0, 0, 0, 0, 1, 1, 0, 1))
+    st_max = StencilOpDescriptor(reductionMode=ReductionMode.max, strides=(1, 1, 2, 2),
+                                 explicitPadding=(0, 0, 0, 0, 1, 0, 2, 1),
+                                 boundaryMode=PaddingMode.clampToEdge)
+
+    def while_run(device, x):
+        g = Graph()
+        xt = g.placeholder(list(x.shape))
+        one, half = g.constant(1, [], DataType.int32), g.constant(0.5, [], DataType.float32)
+
+        def before(ins, results):
+            results.extend(ins)
+            return g.lessThan(ins[0], g.constant(3, [], DataType.int32))
+
+        i, s = g.while_([g.constant(0, [], DataType.int32), xt], before=before,
+                        after=lambda a: [g.addition(a[0], one),
+                                         g.addition(g.multiplication(a[1], half), g.sin(a[1]))])
+        out = g.run({xt: x}, [i, s], device=device)
+        return [out[i].numpy(), out[s].numpy()]
+
+    def while_ref(x):
+        s = x.astype(np.float64)
+        for _ in range(3):
+            s = s * 0.5 + np.sin(s)
+        return [np.array(3), s]
+
+    def for_run(device, x):
+        g = Graph()
+        xt = g.placeholder(list(x.shape))
+        third = g.constant(1.0 / 3.0, [], DataType.float32)
+        r = g.for_(lowerBound=g.constant(5, [], DataType.int32),
+                   upperBound=g.constant(-2, [], DataType.int32),
+                   step=g.constant(-2, [], DataType.int32), initialBodyArguments=[xt],
+                   body=lambda i, a: [g.addition(g.multiplication(a[0], third),
+                                                 g.cast(i, DataType.float32))])[0]
+        return [g.run({xt: x}, [r], device=device)[r].numpy()]
+
+    def for_ref(x):
+        s = x.astype(np.float64)
+        for i in range(5, -2, -2):
+            s = s / 3 + i
+        return [s]
+
+    def call_run(device, x, y):
+        from .runtime.execution_descriptors import CompilationDescriptor, ExecutionDescriptor
+
+        h = Graph()
+        a, b = h.placeholder(list(x.shape)), h.placeholder(list(x.shape))
+        t = ShapedType(list(x.shape), DataType.float32)
+        callee = h.compile({a: t, b: t}, [h.multiplication(h.exponent(a), b), h.exponent(b)],
+                           device=device)
+        ed = ExecutionDescriptor(compilationDescriptor=CompilationDescriptor(
+            callables={"f": callee}))
+        return run(lambda g, p, q: g.call("f", inputTensors=[p, q], outputTypes=[t, t]),
+                   executionDescriptor=ed)(device, x, y)
+
+    def memory_run(device, init, x):
+        g = Graph()
+        v = g.variable(init, dataType=DataType.float32)
+        xt = g.placeholder(list(x.shape))
+        r, q = g.controlDependency([g.assign(v, g.addition(v, xt))], dependentBlock=lambda: [
+            g.read(v), g.multiplication(v, g.constant(2.0, [], DataType.float32))])
+        first = g.run({xt: x}, [r, q], device=device)
+        after = g.run({}, [v], device=device)[v].numpy()
+        # variableFromTensor: initialised once, from the first run's value
+        w = g.variableFromTensor(g.negative(xt))
+        rw = g.read(w)
+        one = g.run({xt: x}, [rw], device=device)[rw].numpy()
+        two = g.run({xt: init}, [rw], device=device)[rw].numpy()
+        return [first[r].numpy(), first[q].numpy(), after, one, two]
+
+    def memory_ref(init, x):
+        new = init.astype(np.float64) + x
+        return [new, 2 * new, new, -x.astype(np.float64), -x.astype(np.float64)]
+
+    def sgd_apply(device, lr, x, gr):
+        g = Graph()
+        v = g.variable(x, dataType=DataType.float32)
+        lt, gt = g.placeholder([]), g.placeholder(list(gr.shape))
+        op = g.applyStochasticGradientDescent(lt, v, gt)
+        g.run({lt: lr, gt: gr}, [], [op], device=device)
+        return [g.run({}, [v], device=device)[v].numpy()]
+
+    def adam_ref(lr, b1, b2, eps, p1, p2, v, m, s, vmax, gr):
+        m2 = b1 * m + (1 - b1) * gr
+        s2 = b2 * s + (1 - b2) * gr * gr
+        vm2 = np.maximum(vmax, s2)
+        lr_t = lr * np.sqrt(1 - p2) / (1 - p1)
+        return [v - lr_t * m2 / (np.sqrt(vm2) + eps), m2, s2, vm2]
+
+    def adam_in(rng):
+        sc = [np.float32(x) for x in (0.1, 0.9, 0.999, 1e-3, 0.9 ** 3, 0.999 ** 3)]
+        return [np.array(x, np.float32) for x in sc] + [
+            rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(
+                np.float32), rng.uniform(0, 1, 5).astype(np.float32),
+            rng.uniform(0, 1, 5).astype(np.float32), rng.standard_normal(5).astype(np.float32)]
+
+    def adam_build(g, lr, b1, b2, eps, p1, p2, v, m, s, vmax, gr):
+        return g.adam(learningRate=lr, beta1=b1, beta2=b2, epsilon=eps, beta1Power=p1,
+                      beta2Power=p2, values=v, momentum=m, velocity=s, maximumVelocity=vmax,
+                      gradient=gr)
+
+    inv = FFTDescriptor(inverse=True, scalingMode=FFTScalingMode.size)
+    F = "fft (vs numpy.fft)"
+    M = "stencil, optimizers"
+    CF = "control flow, memory"
+    return [
+        (F, "fastFourierTransform real input", run(
+            lambda g, a: g.fastFourierTransform(a, [1])), lambda a: [np.fft.fft(a, axis=1)],
+         f32((3, 8))),
+        (F, "fastFourierTransform inverse, size scaling, 2 axes", run(
+            lambda g, a, b: g.fastFourierTransform(cplx(g, a, b), [0, -1], descriptor=inv)),
+         lambda a, b: [np.fft.ifftn(a + 1j * b.astype(np.float64), axes=(0, 2))],
+         f32((4, 2, 6), (4, 2, 6))),
+        (F, "fastFourierTransform unitary scaling, axis -2", run(
+            lambda g, a, b: g.fastFourierTransform(cplx(g, a, b), [-2], descriptor=FFTDescriptor(
+                scalingMode=FFTScalingMode.unitary))),
+         lambda a, b: [np.fft.fft(a + 1j * b.astype(np.float64), axis=-2, norm="ortho")],
+         f32((5, 3), (5, 3))),
+        (F, "realToHermiteanFFT", run(lambda g, a: g.realToHermiteanFFT(a, [0, 1])),
+         lambda a: [np.fft.rfftn(a, axes=(0, 1))], f32((4, 6))),
+        (F, "HermiteanToRealFFT (inverse, size scaling)", run(
+            lambda g, a: g.HermiteanToRealFFT(g.realToHermiteanFFT(a, [1]), [1],
+                                              descriptor=inv)),
+         lambda a: [np.fft.irfft(np.fft.rfft(a, axis=1), n=8, axis=1)], f32((3, 8))),
+        (F, "HermiteanToRealFFT (roundToOddHermitean, unscaled)", run(
+            lambda g, a, b: g.HermiteanToRealFFT(cplx(g, a, b), [1], descriptor=FFTDescriptor(
+                inverse=True, roundToOddHermitean=True))),
+         lambda a, b: [7 * np.fft.irfft(a + 1j * b.astype(np.float64), n=7, axis=1)],
+         f32((2, 4), (2, 4))),
+        (M, "stencil sum, zero padding", run(
+            lambda g, x, w: g.stencil(x, w, descriptor=st_sum)),
+         lambda x, w: [stencil_ref(x, w, "constant", [(1, 1), (0, 1)], 1).sum(0)],
+         f32((1, 2, 4, 5), (1, 1, 3, 2))),
+        (M, "stencil maximum, clampToEdge, stride 2", run(
+            lambda g, x, w: g.stencil(x, w, descriptor=st_max)),
+         lambda x, w: [stencil_ref(x, w, "edge", [(1, 0), (2, 1)], 2).max(0)],
+         f32((1, 2, 5, 6), (1, 1, 2, 3))),
+        (M, "stochasticGradientDescent", run(
+            lambda g, lr, v, gr: g.stochasticGradientDescent(lr, v, gr)),
+         lambda lr, v, gr: [v - lr * gr.astype(np.float64)],
+         lambda rng: [np.array(0.3, np.float32)] + f32((3, 4), (3, 4))(rng)),
+        (M, "applyStochasticGradientDescent (the variable read back)", sgd_apply,
+         lambda lr, v, gr: [v - lr * gr.astype(np.float64)],
+         lambda rng: [np.array(0.3, np.float32)] + f32((3, 4), (3, 4))(rng)),
+        (M, "adam (bias correction, maximumVelocity)", run(adam_build),
+         lambda *a: adam_ref(*[x.astype(np.float64) for x in a]), adam_in),
+        (CF, "while_ (counter, x / 2 + sin x)", while_run, while_ref, f32((2, 3))),
+        (CF, "for_ (range 5 .. -2 step -2, index used)", for_run, for_ref, f32((2, 3))),
+        (CF, "call (an Executable through callables)", call_run,
+         lambda x, y: [np.exp(x.astype(np.float64)) * y, np.exp(y.astype(np.float64))],
+         f32((2, 3), (2, 3))),
+        (CF, "controlDependency: assign then read of a variable; variableFromTensor",
+         memory_run, memory_ref, f32((2, 3), (2, 3))),
+    ]
+
+
+def forward_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """The forward-only float ops and the control-flow / memory ops vs float64 NumPy."""
+    rows: dict[str, Row] = {}
+    for fam, op, fn, ref, make in _forward_table():
+        if fam not in rows:
+            names = [o for f, o, *_ in _forward_table() if f == fam]
+            rows[fam] = Row(fam, "forward: " + ", ".join(names), tol=1e-5)
+        args = make(rng)
+        got = fn(device, *args)
+        want = ref(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in args])
+        err = 0.0
+        for a, b in zip(got, want):
+            b = np.asarray(b)
+            if a.shape != b.shape:
+                err = float("inf")
+                continue
+            scale = max(1.0, float(np.max(np.abs(b)))) if b.size else 1.0
+            err = max(err, float(np.max(np.abs(a.astype(np.complex128) - b), initial=0.0))
+                      / scale)
+        rows[fam].add(err if len(got) == len(want) else float("inf"), op)
+    yield from rows.values()
+
+
+# ----------------------------------------------------------------------------- random
+def random_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
+    """The random ops: sample moments vs the distribution's, in units of 5 standard errors
+    of the estimate (a row passes below 1), bounds, same-seed determinism, the Philox state,
+    and dropout's mask, scale and gradient."""
+    import math
+
+    from .descriptors import RandomOpDescriptor
+    from .types import RandomDistribution as RD
+    from .types import RandomNormalSamplingMethod as SM
+
+    n = 20000
+    stats = Row("randomTensor, randomUniformTensor", "|sample mean, variance - exact| / "
+                "(5 standard errors): uniform float / int32, normal invCDF / Box-Muller, "
+                "truncatedNormal", tol=1.0)
+    exact = Row("randomTensor, randomPhiloxStateTensor", "exact: bounds, same seed same "
+                "values, state = seed's, stream continues, counter advanced", tol=0.0)
+
+    def moments(row, x, mean, var, mu4, label):
+        """mean and variance of the sample vs the exact ones, with their standard errors
+        sqrt(var / n) and sqrt((mu4 - var^2) / n)."""
+        x = x.astype(np.float64).reshape(-1)
+        row.add(abs(x.mean() - mean) / (5 * math.sqrt(var / x.size)), label + " mean")
+        row.add(abs(x.var() - var) / (5 * math.sqrt((mu4 - var * var) / x.size)),
+                label + " variance")
+
+    def draw(desc, seed=7):
+        g = Graph()
+        t = g.randomTensor([n], desc, seed=seed)
+        return g.run({}, [t], device=device)[t].numpy()
+
+    def normal_trunc(mu, sd, lo, hi):  # mean, variance, 4th central moment (numerically)
+        z = np.linspace(lo, hi, 200001)
+        p = np.exp(-0.5 * ((z - mu) / sd) ** 2)
+        p /= np.trapezoid(p, z) if hasattr(np, "trapezoid") else np.trapz(p, z)
+        integ = np.trapezoid if hasattr(np, "trapezoid") else np.trapz
+        m = integ(z * p, z)
+        return m, integ((z - m) ** 2 * p, z), integ((z - m) ** 4 * p, z)
+
+    u = draw(RandomOpDescriptor(distribution=RD.uniform, dataType=DataType.float32, min=-1.0,
+                                max=3.0))
+    w = 4.0
+    moments(stats, u, 1.0, w * w / 12, w ** 4 / 80, "uniform [-1, 3)")
+    exact.add(float(np.sum((u < -1) | (u >= 3))), "uniform bounds")
+    exact.add(float(np.sum(u != draw(RandomOpDescriptor(
+        distribution=RD.uniform, dataType=DataType.float32, min=-1.0, max=3.0)))),
+        "same seed")
+    h = draw(RandomOpDescriptor(distribution=RD.uniform, dataType=DataType.float16))
+    exact.add(float(np.sum((h < 0) | (h >= 1))), "float16 uniform [0, 1) after rounding")
+    g = Graph()
+    t = g.randomUniformTensor([n], seed=3)
+    uu = g.run({}, [t], device=device)[t].numpy()
+    moments(stats, uu, 0.5, 1 / 12, 1 / 80, "randomUniformTensor")
+    exact.add(float(np.sum((uu < 0) | (uu >= 1))), "randomUniformTensor bounds")
+    k = draw(RandomOpDescriptor(distribution=RD.uniform, dataType=DataType.int32,
+                                minInteger=-3, maxInteger=4))
+    exact.add(float(np.sum((k < -3) | (k > 4))), "int32 bounds")
+    vals = np.arange(-3, 5)
+    moments(stats, k, vals.mean(), vals.var(), ((vals - vals.mean()) ** 4).mean(),
+            "int32 [-3, 4]")
+    for label, sm in (("invCDF", SM.invCDF), ("Box-Muller", SM.boxMuller)):
+        d = RandomOpDescriptor(distribution=RD.normal, dataType=DataType.float32, mean=0.5,
+                               standardDeviation=2.0, samplingMethod=sm)
+        moments(stats, draw(d), 0.5, 4.0, 3 * 16.0, f"normal {label}")
+        d = RandomOpDescriptor(distribution=RD.truncatedNormal, dataType=DataType.float32,
+                               mean=0.5, standardDeviation=2.0, min=-1.0, max=2.0,
+                               samplingMethod=sm)
+        x = draw(d)
+        moments(stats, x, *normal_trunc(0.5, 2.0, -1.0, 2.0), f"truncatedNormal {label}")
+        exact.add(float(np.sum((x < -1) | (x >= 2))), f"truncatedNormal {label} bounds")
+    # the state: randomPhiloxStateTensor(seed) is the seed form's state, and it advances
+    g = Graph()
+    st = g.randomPhiloxStateTensor(11)
+    v1, st1 = g.randomTensor([10], RandomOpDescriptor(), stateTensor=st)
+    v2, st2 = g.randomTensor([10], RandomOpDescriptor(), stateTensor=st1)
+    same = g.randomTensor([10], RandomOpDescriptor(), seed=11)
+    out = g.run({}, [st, v1, st1, v2, st2, same], device=device)
+    exact.add(float(np.sum(out[st].numpy() != np.array([1, 0, 0, 0, 0, 11, 0]))), "state")
+    exact.add(float(np.sum(out[v1].numpy() != out[same].numpy())), "state = seed form")
+    exact.add(float(np.sum(out[st1].numpy()[1:] != [3, 0, 0, 0, 11, 0])
+                    + np.sum(out[st2].numpy()[1:] != [6, 0, 0, 0, 11, 0])),
+              "counter advanced by ceil(10 / 4)")
+    exact.add(float(np.all(out[v1].numpy() == out[v2].numpy())), "stream continues")
+    yield stats
+    yield exact
+    # dropout: kept fraction 1 - rate, kept values x / (1 - rate), the gradient's mask
+    rate = 0.25
+    frac = Row("dropout", f"rate {rate}: |kept fraction - (1 - rate)| / (5 standard errors)",
+               tol=1.0)
+    row = Row("dropout", f"rate {rate}: kept = x / (1 - rate), dropped = 0, gradient = u * "
+              "the same mask / (1 - rate)", tol=1e-6)
+    x = rng.standard_normal((100, 200)) + 3.0
+    uu = rng.standard_normal(x.shape)
+    g = Graph()
+    xt = g.placeholder(list(x.shape))
+    y = g.dropout(xt, rate)
+    p = g.reductionSum(g.multiplication(y, g.constant(uu.astype(np.float32))), axes=[0, 1])
+    gr = g.gradientForPrimaryTensor(p, [xt])[xt]
+    out = g.run({xt: x.astype(np.float32)}, [y, gr], device=device)
+    yv, gv = out[y].numpy().astype(np.float64), out[gr].numpy().astype(np.float64)
+    kept = yv != 0
+    x32 = x.astype(np.float32).astype(np.float64)
+    frac.add(abs(kept.mean() - (1 - rate)) / (5 * math.sqrt(rate * (1 - rate) / x.size)),
+             "kept fraction")
+    row.add(_rel_err(yv, np.where(kept, x32 / (1 - rate), 0.0)), "kept values")
+    row.add(_rel_err(gv, np.where(kept, uu / (1 - rate), 0.0)), "gradient mask")
+    yield frac
+    yield row
+
+
 SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
     "convolution": conv_sweep,
     "lstm": lstm_sweep,
     "gru": gru_sweep,
     "ops": ops_sweep,
     "exact": exact_sweep,
+    "gradient-ops": gradient_ops_sweep,
+    "forward": forward_sweep,
+    "random": random_sweep,
 }
 
 
