@@ -475,7 +475,10 @@ class Executable:
                            sorted(unknown))
         self._replay = None
         self._context = None
-        self._direct = self._execute  # feeds -> results, or None: run calls self._replay
+        # run's way when it needs no replayer: a plain function (self, feeds) -> results (not
+        # a bound method: no reference cycle, so a dropped executable is freed at once), or
+        # None: run calls self._replay
+        self._direct = Executable._execute
         tf32 = bool(options.get("allow_tf32", False))
         # CompilationDescriptor (runtime/execution_descriptors.py): FP19 operands = TF32 on
         # CUDA, ignored elsewhere; its Metal-only properties are ignored
@@ -487,13 +490,7 @@ class Executable:
                 raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
                                "(TF32 exists on NVIDIA GPUs)", self.device.key)
             self._context = lambda: self._backend.precision_context(allow_tf32=True)
-
-        def eager(feeds: list[Any]) -> list[Any]:
-            with self._context():
-                return self._execute(feeds)
-
-        if self._context is not None:
-            self._direct = eager
+            self._direct = Executable._execute_in_context
         want = options.get("cuda_graph")
         if want is False:
             return
@@ -521,13 +518,14 @@ class Executable:
         if want:
             self._replay = replay
             return
-        eager_way = self._execute if self._context is None else eager
+        direct = Executable._execute if self._context is None else \
+            Executable._execute_in_context
 
         def on_eager() -> None:  # op by op won: run calls it directly from now on
-            self._direct = eager_way
+            self._direct = direct
 
-        self._replay = _AutoReplay(replay, eager_way, _Calibration(self._backend.synchronize),
-                                   on_eager)
+        self._replay = _AutoReplay(replay, direct.__get__(self),
+                                   _Calibration(self._backend.synchronize), on_eager)
 
     # ------------------------------------------------------------------ planning
     def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:
@@ -781,7 +779,7 @@ class Executable:
         feeds = self._convert_feeds(inputs)
         direct = self._direct
         if direct is not None:  # op by op (`_execute`, within the precision context if any)
-            arrays = direct(feeds)
+            arrays = direct(self, feeds)
         else:
             # the caller's own device arrays (not converted copies) may be bound to a graph
             bindable = all(f is v or (type(v) is TensorData and f is v.array)
@@ -868,6 +866,11 @@ class Executable:
                 [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
                  for op, s in self._assigns], storages)
         return outs
+
+    def _execute_in_context(self, feeds: list[Any]) -> list[Any]:
+        """`_execute` within the compile options' precision context (TF32)."""
+        with self._context():
+            return self._execute(feeds)
 
     def _variable_from_tensor_kernel(self, op: Operation) -> Any:
         """The step of a variableFromTensor: on this device's first run its storage becomes a

@@ -453,7 +453,7 @@ class GraphReplayer:
                ) -> tuple[tuple[Any, list[Any], list[Any]], bool]:
         """(graph, its input tensors, its outputs), and whether the feeds must be copied in."""
         if bindable:
-            key = tuple((f.data_ptr(), f.stride()) for f in feeds)
+            key = tuple([(f.data_ptr(), f.stride()) for f in feeds])
             e = self._bound.get(key)
             if e is not None:
                 return e, False

@@ -29,10 +29,10 @@ def _matmul_plain(a: torch.Tensor, b: torch.Tensor, attrs: None) -> torch.Tensor
 
 def _specialize(dtypes):
     """The kernel for inputs of these torch dtypes (known when an executable is compiled):
-    float32 / float64 / complex64 operands of one dtype need neither widening nor a cast back,
-    so the product alone."""
+    float32 or complex64 operands of one dtype need neither widening nor a cast back, so the
+    product alone."""
     a = dtypes[0] if dtypes else None
-    if a in (torch.float32, torch.float64, torch.complex64) and all(d is a for d in dtypes):
+    if a in (torch.float32, torch.complex64) and all(d is a for d in dtypes):
         return _matmul_plain
     return matrixMultiplication
 
