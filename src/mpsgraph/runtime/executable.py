@@ -18,6 +18,7 @@ executable out of CUDA-graph capture (`_setup_options`).
 
 from __future__ import annotations
 
+import operator
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = ["Executable", "feed_type", "needed_op_ids", "is_python_data", "python
            "feed_dtype_error"]
 
 _PYTHON_SCALARS = (bool, int, float, complex)
+_new = object.__new__
 
 
 def is_python_data(value: Any) -> bool:
@@ -241,28 +243,45 @@ class _AutoReplay:
     """The automatic CUDA-graph mode (compile's default on CUDA where a graph is safe): runs a
     plan by replaying `replayer` (the backend's GraphReplayer) or op by op (`eager`), as
     `calibration` decides; a failed capture means op by op from then on. Called like the
-    replayer: (feeds, bindable) -> results."""
+    replayer: (feeds, bindable) -> results. `on_eager()`, when given, is called once op by op
+    has been chosen for good (the executable then calls `eager` itself, skipping this)."""
 
-    def __init__(self, replayer: Any, eager: Any, calibration: _Calibration):
+    def __init__(self, replayer: Any, eager: Any, calibration: _Calibration,
+                 on_eager: Any = None):
         self.replayer, self.eager, self.calibration = replayer, eager, calibration
+        self.on_eager = on_eager
 
     def __call__(self, feeds: list[Any], bindable: bool = False) -> list[Any]:
         calib = self.calibration
-        way = calib.way()
+        way = calib.decided
         if way == "eager":
             return self.eager(feeds)
-        if way == "eager_timed":
-            with calib.timing("eager"):
-                return self.eager(feeds)
-        try:  # falls back to op by op if capture fails
-            with calib.timing("graph"):
+        if way == "graph":  # decided: nothing to time
+            try:
                 return self.replayer(feeds, bindable)
-        except Exception as e:  # noqa: BLE001 - any capture failure: run op by op from now on
-            calib.decided = "eager"
-            warnings.warn(f"mpsgraph: the CUDA-graph capture failed ({type(e).__name__}: "
-                          f"{str(e)[:200]}); this executable runs op by op from now on",
-                          RuntimeWarning, stacklevel=3)
-            return self.eager(feeds)
+            except Exception as e:  # noqa: BLE001 - a capture of a new bound set failed
+                return self._give_up(e, feeds)
+        if calib.way() == "eager_timed":
+            with calib.timing("eager"):
+                out = self.eager(feeds)
+        else:
+            try:  # falls back to op by op if capture fails
+                with calib.timing("graph"):
+                    out = self.replayer(feeds, bindable)
+            except Exception as e:  # noqa: BLE001 - any capture failure: op by op from now on
+                return self._give_up(e, feeds)
+        if calib.decided == "eager" and self.on_eager is not None:
+            self.on_eager()
+        return out
+
+    def _give_up(self, e: Exception, feeds: list[Any]) -> list[Any]:
+        self.calibration.decided = "eager"
+        warnings.warn(f"mpsgraph: the CUDA-graph capture failed ({type(e).__name__}: "
+                      f"{str(e)[:200]}); this executable runs op by op from now on",
+                      RuntimeWarning, stacklevel=4)
+        if self.on_eager is not None:
+            self.on_eager()
+        return self.eager(feeds)
 
 
 class _Timer:
@@ -316,6 +335,17 @@ def schedule(order: list[Operation]) -> list[Operation]:
         at = max((i for i, o in enumerate(order) if o in srcs), default=-1) + 1
         order.insert(at, op)
     return order
+
+
+def _getter(slots: Sequence[int], as_list: bool = False) -> Any:
+    """A C-level getter of `slots` from the slot list: returns a tuple or list of them (a list
+    when `as_list`), without a Python loop."""
+    if len(slots) == 1:  # itemgetter(i) alone would return the item, not a sequence
+        return operator.itemgetter(slice(slots[0], slots[0] + 1))
+    if not slots:
+        return (lambda slot_list: []) if as_list else (lambda slot_list: ())
+    get = operator.itemgetter(*slots)
+    return (lambda slot_list: list(get(slot_list))) if as_list else get
 
 
 class _Step:
@@ -445,6 +475,10 @@ class Executable:
                            sorted(unknown))
         self._replay = None
         self._context = None
+        # run's way when it needs no replayer: a plain function (self, feeds) -> results (not
+        # a bound method: no reference cycle, so a dropped executable is freed at once), or
+        # None: run calls self._replay
+        self._direct = Executable._execute
         tf32 = bool(options.get("allow_tf32", False))
         # CompilationDescriptor (runtime/execution_descriptors.py): FP19 operands = TF32 on
         # CUDA, ignored elsewhere; its Metal-only properties are ignored
@@ -456,6 +490,7 @@ class Executable:
                 raise op_error(UnsupportedError, "compile", "allow_tf32", "a torch device "
                                "(TF32 exists on NVIDIA GPUs)", self.device.key)
             self._context = lambda: self._backend.precision_context(allow_tf32=True)
+            self._direct = Executable._execute_in_context
         want = options.get("cuda_graph")
         if want is False:
             return
@@ -479,17 +514,18 @@ class Executable:
         replay = self._backend.graph_replayer(
             self._execute, [st for _, st in self._feed_slots], self._context,
             copy_outputs=not want)
+        self._direct = None
         if want:
             self._replay = replay
             return
+        direct = Executable._execute if self._context is None else \
+            Executable._execute_in_context
 
-        def eager(feeds: list[Any]) -> list[Any]:
-            if self._context is not None:
-                with self._context():
-                    return self._execute(feeds)
-            return self._execute(feeds)
+        def on_eager() -> None:  # op by op won: run calls it directly from now on
+            self._direct = direct
 
-        self._replay = _AutoReplay(replay, eager, _Calibration(self._backend.synchronize))
+        self._replay = _AutoReplay(replay, direct.__get__(self),
+                                   _Calibration(self._backend.synchronize), on_eager)
 
     # ------------------------------------------------------------------ planning
     def _plan(self, order: list[Operation], feeds: Mapping[Tensor, ShapedType]) -> None:
@@ -563,8 +599,10 @@ class Executable:
             elif kind == "variableFromTensor":
                 kernel = self._variable_from_tensor_kernel(op)
                 self._vft.append((outs[0], op))
-            else:
-                kernel = be.kernel(kind)
+            else:  # the backend may pick a variant for these input dtypes (known now)
+                known = all(ty is not None for t, ty in zip(op.inputs, in_types)
+                            if t is not None)
+                kernel = be.kernel(kind, in_types if known else None)
             host = opdef.host_reads is not None and bool(opdef.host_reads(op))
             steps.append(_Step(op, kernel, ins, outs, kattrs, dynamic, host))
         # targeted assigns commit at the end of the run in targetOperations order (SPEC 1.6)
@@ -597,6 +635,52 @@ class Executable:
         self._steps = steps
         self._nslots = len(slot_of)
         self._target_dtypes = [t.dataType for t in self.targetTensors]
+        self._prepare_run()
+
+    def _prepare_run(self) -> None:
+        """What every run needs that does not depend on the feeds' values, computed once: the
+        slot list's initial contents (feeds take slots 0..n-1, constants are in place, one
+        spare slot at the end is None: an absent optional input reads it), the feed converter
+        (the backend checks each feed's type and shape with a compare against the compiled
+        ones, and takes the full path, with its errors, for anything else) and a getter of the
+        targets. The steps themselves become `_program` at the first run (`_build_program`)."""
+        nf = len(self._feed_slots)
+        if [s for s, _ in self._feed_slots] != list(range(nf)):
+            raise AssertionError("feeds must take the first slots")  # (planned that way)
+        init: list[Any] = [None] * (self._nslots - nf + 1)
+        for s, arr in self._consts:
+            init[s - nf] = arr
+        self._slot_init = init
+        self._none_slot = self._nslots
+        self._nfeeds = nf
+        types = [st for _, st in self._feed_slots]
+        names = [t.name for t in self.feedTensors]
+        be = self._backend
+        make = getattr(be, "feeds_converter", None)
+        if make is not None:
+            self._convert_feeds = make(types, names)
+        else:
+            convert = be.convert_feed
+            self._convert_feeds = lambda inputs: [convert(v, st, n) for v, st, n in
+                                                  zip(inputs, types, names)]
+        # no constant, variable or variableFromTensor: results need no copy and no unaliasing
+        self._stateless = not (self._consts or self._vars or self._vft)
+        self._targets_of = _getter(self._target_slots, as_list=True)
+        self._program: list[tuple[Any, ...]] | None = None
+
+    def _build_program(self) -> list[tuple[Any, ...]]:
+        """`_steps` as the tuples `_execute` loops over: (kernel, getter of its arguments from
+        the slot list, attrs, its one output slot or -1, its output slots, slots to free after
+        it, the step itself if it is dynamic (its attrs are computed per run) else None)."""
+        none = self._none_slot
+        program = []
+        for st in self._steps:
+            ins = tuple(none if i < 0 else i for i in st.ins)
+            program.append((st.kernel, _getter(ins), st.attrs,
+                            st.outs[0] if st.n_out == 1 else -1, st.outs, st.free,
+                            st if st.dynamic else None))
+        self._program = program
+        return program
 
     def _fuse_steps(self, steps: list[_Step], types: dict[Tensor, ShapedType | None],
                     keep: set[int]) -> list[_Step]:
@@ -685,31 +769,32 @@ class Executable:
                 if h is not None:
                     h(outs, None)
             return outs
-        if inputs is None:
-            inputs = ()
-        if type(inputs) not in (list, tuple) and (
-                isinstance(inputs, (Mapping, str, bytes)) or not isinstance(inputs, Sequence)):
-            raise op_error(FeedError, "Executable.run", "inputs", f"a list of "
-                           f"{len(self._feed_slots)} values, in feedTensors order",
-                           type(inputs).__name__)
-        if len(inputs) != len(self._feed_slots):
-            raise op_error(FeedError, "Executable.run", "inputs", f"{len(self._feed_slots)} "
+        if type(inputs) is not list and type(inputs) is not tuple:
+            if inputs is None:
+                inputs = ()
+            elif isinstance(inputs, (Mapping, str, bytes)) or not isinstance(inputs, Sequence):
+                raise op_error(FeedError, "Executable.run", "inputs", f"a list of "
+                               f"{self._nfeeds} values, in feedTensors order",
+                               type(inputs).__name__)
+        if len(inputs) != self._nfeeds:
+            raise op_error(FeedError, "Executable.run", "inputs", f"{self._nfeeds} "
                            "values, in feedTensors order", f"{len(inputs)} values")
-        be = self._backend
-        feeds = [be.convert_feed(value, st, name)
-                 for (_, st, name), value in zip(self._feed_info, inputs)]
-        if self._replay is not None:
+        feeds = self._convert_feeds(inputs)
+        direct = self._direct
+        if direct is not None:  # op by op (`_execute`, within the precision context if any)
+            arrays = direct(self, feeds)
+        else:
             # the caller's own device arrays (not converted copies) may be bound to a graph
             bindable = all(f is v or (type(v) is TensorData and f is v.array)
                            for f, v in zip(feeds, inputs))
             arrays = self._replay(feeds, bindable)
-        elif self._context is not None:
-            with self._context():
-                arrays = self._execute(feeds)
-        else:
-            arrays = self._execute(feeds)
         dev = self.device
-        return [TensorData._wrap(a, dt, dev) for a, dt in zip(arrays, self._target_dtypes)]
+        out = []
+        for a, dt in zip(arrays, self._target_dtypes):  # TensorData._wrap, inlined
+            td = _new(TensorData)
+            td._array, td.dataType, td.device = a, dt, dev
+            out.append(td)
+        return out
 
     # ------------------------------------------------------------------ packages
     def serialize(self, package: Any, descriptor: Any = None) -> None:
@@ -740,25 +825,28 @@ class Executable:
     def _execute(self, feeds: list[Any], commit: bool = True) -> list[Any]:
         """The plan itself: feeds (backend arrays, in feedTensors order) -> target arrays.
         `commit=False` leaves the variables alone (a warm-up before a CUDA graph capture)."""
-        be = self._backend
-        slots: list[Any] = [None] * self._nslots
-        for (s, _), arr in zip(self._feed_slots, feeds):
-            slots[s] = arr
-        for s, arr in self._consts:
-            slots[s] = arr
+        program = self._program
+        if program is None:
+            program = self._build_program()
+        slots = [*feeds, *self._slot_init]
         for s, op in self._vars:
             slots[s] = self._variable_value(op)
-        for step in self._steps:
-            args = [slots[i] if i >= 0 else None for i in step.ins]
-            attrs = step.attrs if not step.dynamic else self._runtime_attrs(step, args)
-            res = step.kernel(*args, attrs)
-            if step.n_out == 1:
-                slots[step.outs[0]] = res
+        for kernel, get, attrs, one, outs, free, dynamic in program:
+            if dynamic is None:
+                res = kernel(*get(slots), attrs)
+            else:  # its shape rule runs on this run's shapes
+                args = list(get(slots))
+                res = kernel(*args, self._runtime_attrs(dynamic, args))
+            if one >= 0:
+                slots[one] = res
             else:
-                for s, r in zip(step.outs, res):
+                for s, r in zip(outs, res):
                     slots[s] = r
-            for s in step.free:
+            for s in free:
                 slots[s] = None
+        if self._stateless:
+            return self._targets_of(slots)
+        be = self._backend
         # a target that IS a constant or a variable's storage is handed out as a copy, so
         # that writing into the result cannot change the graph's state
         outs = [be.copy(slots[s]) if s in self._state_slots else slots[s]
@@ -781,6 +869,11 @@ class Executable:
                 [(self.graph._variable_storage[op.inputs[0].operation], key, slots[s])
                  for op, s in self._assigns], storages)
         return outs
+
+    def _execute_in_context(self, feeds: list[Any]) -> list[Any]:
+        """`_execute` within the compile options' precision context (TF32)."""
+        with self._context():
+            return self._execute(feeds)
 
     def _variable_from_tensor_kernel(self, op: Operation) -> Any:
         """The step of a variableFromTensor: on this device's first run its storage becomes a

@@ -92,7 +92,8 @@ class Backend:
             cls._instance = cls()
         return cls._instance
 
-    def kernel(self, kind: str) -> Callable[..., Any]:
+    def kernel(self, kind: str, in_types: Any = None) -> Callable[..., Any]:
+        """The kernel of an op kind (`in_types`, the input ShapedTypes, is not used here)."""
         try:
             return KERNELS[kind]
         except KeyError:
@@ -138,6 +139,34 @@ class Backend:
             raise op_error(FeedError, "run", f"feeds[{name}]", f"shape {st.shape} (compiled)",
                            list(arr.shape))
         return arr
+
+    def feeds_converter(self, types: list[ShapedType], names: list[str]
+                        ) -> Callable[[Any], list[np.ndarray]]:
+        """`convert_feed` for a whole list of inputs in `types` order, with the common case
+        (an ndarray, or a TensorData holding one, of exactly the compiled dtype and shape)
+        checked by a compare against values computed here; anything else takes
+        `convert_feed`, which converts it or raises its FeedError."""
+        convert = self.convert_feed
+        specs = []
+        for st, name in zip(types, names):
+            try:
+                want = st.dataType.numpy_dtype
+            except TypeError:
+                want = None
+            specs.append((want, st._shape, st, name))
+        ndarray, tensor_data = np.ndarray, TensorData
+
+        def convert_all(inputs: Any) -> list[np.ndarray]:
+            feeds = []
+            for value, (want, shape, st, name) in zip(inputs, specs):
+                a = value._array if type(value) is tensor_data else value
+                if type(a) is ndarray and a.dtype is want and a.shape == shape:
+                    feeds.append(a)
+                else:
+                    feeds.append(convert(value, st, name))
+            return feeds
+
+        return convert_all
 
 
 __all__ = ["Backend", "kernel", "KERNELS", "DataType", "c_strides", "is_canonical", "canonical"]

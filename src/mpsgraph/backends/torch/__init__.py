@@ -91,6 +91,10 @@ def host_for_wide_unsigned(fn: Callable[..., Any]) -> Callable[..., Any]:
             return type(out)(o.to(dev) for o in out)
         return out.to(dev)
 
+    # Backend.kernel skips this wrapper where the input dtypes, known when an executable is
+    # compiled, show that it would call `fn` straight through (its per-call checks are then
+    # wasted host time)
+    run.on_device = fn
     return run
 
 
@@ -199,16 +203,38 @@ class Backend:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def kernel(self, kind: str) -> Callable[..., Any]:
+    def kernel(self, kind: str, in_types: list[ShapedType | None] | None = None
+               ) -> Callable[..., Any]:
         """The kernel of an op kind; one marked `needs_device` (an op that may have no tensor
-        input to take the device from: the random family's) gets `device=` bound."""
+        input to take the device from: the random family's) gets `device=` bound.
+
+        `in_types` (the input ShapedTypes, None for an absent optional input; given by an
+        executable at compile time) lets it pick the same computation with less per-call
+        work: a kernel wrapped by `host_for_wide_unsigned` without that wrapper on the CPU or
+        when no input is uint16/32/64, and a kernel with a `specialize(dtypes)` attribute
+        (dtypes: the inputs' torch dtypes, None for an absent one) the kernel it returns."""
         try:
             fn = KERNELS[kind]
         except KeyError:
             raise UnsupportedError(f"{kind}: no torch kernel") from None
+        if in_types is not None:
+            fn = self._specialize(fn, in_types)
         if getattr(fn, "needs_device", False):
             return functools.partial(fn, device=self.device)
         return fn
+
+    def _specialize(self, fn: Callable[..., Any], in_types: list[ShapedType | None]
+                    ) -> Callable[..., Any]:
+        dtypes = [None if ty is None else TORCH_DTYPES.get(ty.dataType, SUB_BYTE_STORAGE.get(
+            ty.dataType)) for ty in in_types]
+        inner = getattr(fn, "on_device", None)
+        if inner is not None:  # host_for_wide_unsigned's wrapper
+            wide = (torch.uint16, torch.uint32, torch.uint64)
+            if self.device.type != "cpu" and any(d in wide for d in dtypes):
+                return fn  # (runs on the host: nothing to save)
+            fn = inner
+        spec = getattr(fn, "specialize", None)
+        return fn if spec is None else spec(dtypes)
 
     # ------------------------------------------------------------------ conversions
     def from_numpy(self, arr: np.ndarray) -> torch.Tensor:
@@ -268,6 +294,8 @@ class Backend:
         if st.dataType in SUB_BYTE_STORAGE:
             return self._sub_byte_feed(value, st, name)
         if isinstance(value, TensorData):
+            if value.dataType != st.dataType:  # (an int4 one holds int8 storage)
+                raise feed_dtype_error(name, st.dataType, value, value.dataType)
             a = value.array
             t = a if isinstance(a, torch.Tensor) else None
             if t is None:
@@ -302,6 +330,34 @@ class Backend:
         if t.device != self.device:
             t = t.to(self.device)
         return t
+
+    def feeds_converter(self, types: list[ShapedType], names: list[str]
+                        ) -> Callable[[Any], list[torch.Tensor]]:
+        """`convert_feed` for a whole list of inputs in `types` order, with the common case (a
+        torch.Tensor on this device, or a TensorData of the placeholder's dataType holding
+        one, of exactly the compiled dtype and shape, not requiring grad) checked by a compare
+        against values computed here; anything else takes `convert_feed`, which converts it
+        or raises its FeedError."""
+        convert = self.convert_feed
+        specs = []
+        for st, name in zip(types, names):
+            want = None if st.dataType in SUB_BYTE_STORAGE else TORCH_DTYPES.get(st.dataType)
+            specs.append((want, torch.Size(st._shape), st.dataType, st, name))
+        dev, tensor, tensor_data = self.device, torch.Tensor, TensorData
+
+        def convert_all(inputs: Any) -> list[torch.Tensor]:
+            feeds = []
+            for value, (want, shape, dt, st, name) in zip(inputs, specs):
+                t = value._array if type(value) is tensor_data and value.dataType is dt \
+                    else value
+                if (type(t) is tensor and t.dtype is want and t.shape == shape
+                        and t.device == dev and not t.requires_grad):
+                    feeds.append(t)
+                else:
+                    feeds.append(convert(value, st, name))
+            return feeds
+
+        return convert_all
 
     def _sub_byte_feed(self, value: Any, st: ShapedType, name: str) -> torch.Tensor:
         """A feed of a sub-byte type: a NumPy array of its ml_dtypes type, TensorData or
@@ -404,7 +460,7 @@ class GraphReplayer:
                ) -> tuple[tuple[Any, list[Any], list[Any]], bool]:
         """(graph, its input tensors, its outputs), and whether the feeds must be copied in."""
         if bindable:
-            key = tuple((f.data_ptr(), f.stride()) for f in feeds)
+            key = tuple([(f.data_ptr(), f.stride()) for f in feeds])
             e = self._bound.get(key)
             if e is not None:
                 return e, False

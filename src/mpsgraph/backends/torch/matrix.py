@@ -23,6 +23,22 @@ def matrixMultiplication(a: torch.Tensor, b: torch.Tensor, attrs: None) -> torch
     return finish(y, a.dtype)
 
 
+def _matmul_plain(a: torch.Tensor, b: torch.Tensor, attrs: None) -> torch.Tensor:
+    return torch.matmul(a, b)
+
+
+def _specialize(dtypes):
+    """The kernel for inputs of these torch dtypes (known when an executable is compiled):
+    float32 or complex64 operands of one dtype need neither widening nor a cast back, so the
+    product alone."""
+    a = dtypes[0] if dtypes else None
+    if a in (torch.float32, torch.complex64) and all(d is a for d in dtypes):
+        return _matmul_plain
+    return matrixMultiplication
+
+
+matrixMultiplication.specialize = _specialize
+
 # uint16/32/64 on a GPU run on the host (see host_for_wide_unsigned)
 for _name in [n for n, f in KERNELS.items() if f.__module__ == __name__]:
     KERNELS[_name] = host_for_wide_unsigned(KERNELS[_name])
