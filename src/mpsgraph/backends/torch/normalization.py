@@ -66,8 +66,63 @@ def variance(x, mean, a):
     return finish(_mean(d * d, a.axes, a.count), x.dtype)
 
 
+@kernel("varianceMean")
+def varianceMean(x, attrs):
+    """(mean, variance) of x over the axes: the plan's fused step of a reductionMean and a
+    variance of one x (runtime/plan_fusion.py; attrs = (the variance's attrs, whether it was
+    given the mean)). Something to reduce: `torch.var_mean`, one Welford pass over x (half
+    types in float32, each result rounded once; a half variance given the rounded mean may
+    differ from the separate kernels within rounding); else the two kernels."""
+    a, given = attrs
+    c = _channel(x, a.axes)
+    if c is not None and a.count > 0:
+        # the batch-norm layout (float32): ATen's batch-norm statistics kernel (one Welford
+        # pass; NCHW and channels-last NHWC have dedicated kernels), the biased variance
+        xs = x if c == 1 else x.movedim(c, 1)
+        m, v = torch.ops.aten.batch_norm_update_stats(xs, None, None, 0.0)
+        kept = [x.shape[i] if i == c else 1 for i in range(x.dim())]
+        return m.reshape(kept), v.reshape(kept)
+    if a.axes and a.count > 0 and x.numel() > 0 and x.dtype in (torch.float32, torch.float16,
+                                                                 torch.bfloat16):
+        v, m = torch.var_mean(work(x), dim=a.axes, correction=0, keepdim=True)
+        return finish(m, x.dtype), finish(v, x.dtype)
+    from .reduction import mean
+
+    m = mean(x, a.axes)
+    return m, variance(x, m if given or work(x) is x else None, a)
+
+
+def _channel_of(x: torch.Tensor, *others) -> int | None:
+    """The axis c of x (float32, rank >= 2, not empty) along which alone the other tensors
+    (float32) may have a size other than 1 (axis 1 when none has one); else None."""
+    if x.dtype != torch.float32 or x.dim() < 2 or x.numel() == 0:
+        return None
+    big: set[int] = set()
+    for t in others:
+        if t is None:
+            continue
+        if t.dtype != torch.float32 or t.dim() > x.dim():
+            return None
+        off = x.dim() - t.dim()
+        big.update(i + off for i, d in enumerate(t.shape) if d != 1)
+    if len(big) > 1:
+        return None
+    return big.pop() if big else 1
+
+
 @kernel("normalize")
 def normalize(x, mean, var, gamma, beta, eps):
+    out = torch.broadcast_shapes(x.shape, mean.shape, var.shape,
+                                 *(t.shape for t in (gamma, beta) if t is not None))
+    c = _channel_of(x, mean, var, gamma, beta) if tuple(out) == tuple(x.shape) else None
+    if c is not None:
+        # per-channel statistics (the batch-norm layout): ATen's inference batch norm, one
+        # kernel over x (plus 1/sqrt(v + e) of the C channels)
+        xs = x if c == 1 else x.movedim(c, 1)
+        y = torch.ops.aten.native_batch_norm(
+            xs, _per_channel(gamma, x, c), _per_channel(beta, x, c), _per_channel(mean, x, c),
+            _per_channel(var, x, c), False, 0.0, eps)[0]
+        return y if c == 1 else y.movedim(1, c).contiguous()
     xw, mw, vw = work(x), work(mean), work(var)
     scale = _rstd(vw, eps)
     if gamma is not None:
@@ -75,8 +130,6 @@ def normalize(x, mean, var, gamma, beta, eps):
     shift = -mw * scale
     if beta is not None:
         shift = shift + work(beta)
-    out = torch.broadcast_shapes(x.shape, mean.shape, var.shape,
-                                 *(t.shape for t in (gamma, beta) if t is not None))
     if scale.numel() < xw.numel() and tuple(out) == tuple(x.shape):
         # one pass over x: x * scale + shift, scale / shift the small broadcast tensors
         y = torch.addcmul(shift, xw, scale)
