@@ -12,7 +12,19 @@ from __future__ import annotations
 import torch
 
 from . import kernel
+from . import kernels as _triton
 from .arithmetic import finish, work
+
+
+def _bn_kernels(x: torch.Tensor, c: int):
+    """kernels/batchnorm.py when its Triton kernels take x with channel axis c on x's device
+    (CUDA, or the CPU under TRITON_INTERPRET=1; MPSGRAPH_NO_TRITON=1 turns them off), else
+    None (ATen's batch-norm kernels then)."""
+    if not _triton.available(x.device) or not x.is_contiguous():
+        return None
+    from .kernels import batchnorm
+
+    return batchnorm if batchnorm.supported(x, c) else None
 
 
 def _mean(x: torch.Tensor, axes, n: int) -> torch.Tensor:
@@ -75,6 +87,11 @@ def varianceMean(x, attrs):
     differ from the separate kernels within rounding); else the two kernels."""
     a, given = attrs
     c = _channel(x, a.axes)
+    bn = _bn_kernels(x, c) if c is not None and a.count > 0 else None
+    if bn is not None:  # one Triton pass over x (kernels/batchnorm.py)
+        kept = [x.shape[i] if i == c else 1 for i in range(x.dim())]
+        m, v = bn.statistics(x, c)
+        return m.reshape(kept), v.reshape(kept)
     if c is not None and a.count > 0:
         # the batch-norm layout (float32): ATen's batch-norm statistics kernel (one Welford
         # pass; NCHW and channels-last NHWC have dedicated kernels), the biased variance
@@ -118,6 +135,10 @@ def normalize(x, mean, var, gamma, beta, eps):
     if c is not None:
         # per-channel statistics (the batch-norm layout): ATen's inference batch norm, one
         # kernel over x (plus 1/sqrt(v + e) of the C channels)
+        bn = _bn_kernels(x, c)
+        if bn is not None:  # one Triton pass (kernels/batchnorm.py)
+            return bn.normalize(x, c, *(_per_channel(t, x, c) for t in (mean, var, gamma, beta)),
+                                eps)
         xs = x if c == 1 else x.movedim(c, 1)
         y = torch.ops.aten.native_batch_norm(
             xs, _per_channel(gamma, x, c), _per_channel(beta, x, c), _per_channel(mean, x, c),
@@ -166,6 +187,11 @@ def normalizationGradient(dy, x, mean, var, gamma, gamma_grad, beta_grad, a):
     n = a.count
     if gamma_grad is None and beta_grad is None and n > 0:
         c = _channel(x, a.axes, dy if dy.shape != x.shape else None, mean, var, gamma)
+        bn = (_bn_kernels(x, c) if c is not None and dy.shape == x.shape
+              and dy.dtype == torch.float32 else None)
+        if bn is not None:
+            return bn.backward(dy.contiguous(), x, c, *(_per_channel(t, x, c) for t in (
+                mean, var, gamma)), a.epsilon)[0]
         if c is not None and dy.shape == x.shape and dy.dtype == torch.float32:
             mv = _per_channel(mean, x, c)
             invstd = _per_channel(_rstd(var, a.epsilon), x, c)
@@ -197,6 +223,12 @@ def normalizationGradients(dy, x, mean, var, gamma, a):
     layout (float32), else the three kernels above."""
     if a.count > 0 and dy.shape == x.shape and dy.dtype == torch.float32:
         c = _channel(x, a.axes, mean, var, gamma)
+        bn = _bn_kernels(x, c) if c is not None else None
+        if bn is not None:  # Triton: two passes over (x, dy) for dx, dgamma and dbeta
+            kept = [x.shape[i] if i == c else 1 for i in range(x.dim())]
+            dx, gg, bg = bn.backward(dy.contiguous(), x, c, *(_per_channel(t, x, c) for t in (
+                mean, var, gamma)), a.epsilon)
+            return dx, gg.reshape(kept), bg.reshape(kept)
         if c is not None:
             mv = _per_channel(mean, x, c)
             invstd = _per_channel(_rstd(var, a.epsilon), x, c)
