@@ -46,6 +46,18 @@ _ETILE = 2048  # elements of one elementwise tile
 
 
 @triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _sum(x, axis):
+    """tl.sum over `axis` (written with tl.reduce: the interpreter of a process that imported
+    Triton before TRITON_INTERPRET was set cannot run the standard library's jit functions)."""
+    return tl.reduce(x, axis, _add)
+
+
+@triton.jit
 def _stats_partial(x_ptr, n_ptr, mean_ptr, m2_ptr, R, K, C, ROWS_PER_SLICE,
                    CH_ON_ROWS: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr):
     pc = tl.program_id(0)
@@ -67,10 +79,10 @@ def _stats_partial(x_ptr, n_ptr, mean_ptr, m2_ptr, R, K, C, ROWS_PER_SLICE,
                 mask = rmask[:, None] & (kk < K)[None, :]
                 offs = (arow.to(tl.int64) * C + pc)[:, None] * K + kk[None, :]
                 v = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-                tn = tl.sum(tl.sum(mask.to(tl.float32), axis=1), axis=0)
-                tmean = tl.sum(tl.sum(v, axis=1), axis=0) / tn
+                tn = (tl.minimum(a_end - a, BR) * tl.minimum(K - k0, BK)).to(tl.float32)
+                tmean = _sum(_sum(v, axis=1), axis=0) / tn
                 d = tl.where(mask, v - tmean, 0.0)
-                tm2 = tl.sum(tl.sum(d * d, axis=1), axis=0)
+                tm2 = _sum(_sum(d * d, axis=1), axis=0)
                 nn = tot + tn
                 delta = tmean - mu
                 w = tn / nn
@@ -84,19 +96,19 @@ def _stats_partial(x_ptr, n_ptr, mean_ptr, m2_ptr, R, K, C, ROWS_PER_SLICE,
         # channels pc*BK + cols (the columns); rows of the slice
         kk = pc * BK + cols
         kmask = kk < K
-        n = tl.zeros([BK], tl.float32)
-        mean = tl.zeros([BK], tl.float32)
-        m2 = tl.zeros([BK], tl.float32)
+        n = tl.full([BK], 0.0, tl.float32)
+        mean = tl.full([BK], 0.0, tl.float32)
+        m2 = tl.full([BK], 0.0, tl.float32)
         r_end = tl.minimum(r0 + ROWS_PER_SLICE, R)
         for r in range(r0, r_end, BR):
             row = r + rr
             mask = (row < r_end)[:, None] & kmask[None, :]
             offs = row.to(tl.int64)[:, None] * K + kk[None, :]
             v = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-            tn = tl.sum(mask.to(tl.float32), axis=0)
-            tmean = tl.sum(v, axis=0) / tl.maximum(tn, 1.0)
+            tn = tl.where(kmask, tl.minimum(r_end - r, BR).to(tl.float32), 0.0)
+            tmean = _sum(v, axis=0) / tl.maximum(tn, 1.0)
             d = tl.where(mask, v - tmean[None, :], 0.0)
-            tm2 = tl.sum(d * d, axis=0)
+            tm2 = _sum(d * d, axis=0)
             nn = n + tn
             delta = tmean - mean
             w = tn / tl.maximum(nn, 1.0)
@@ -118,10 +130,10 @@ def _stats_combine(n_ptr, mean_ptr, m2_ptr, m_out, v_out, C, S,
     n = tl.load(n_ptr + offs, mask=mask, other=0.0)
     mean = tl.load(mean_ptr + offs, mask=mask, other=0.0)
     m2 = tl.load(m2_ptr + offs, mask=mask, other=0.0)
-    tot = tl.sum(n, axis=0)
-    mu = tl.sum(n * mean, axis=0) / tot
+    tot = _sum(n, axis=0)
+    mu = _sum(n * mean, axis=0) / tot
     dm = tl.where(mask, mean - mu[None, :], 0.0)
-    q = tl.sum(m2, axis=0) + tl.sum(n * dm * dm, axis=0)
+    q = _sum(m2, axis=0) + _sum(n * dm * dm, axis=0)
     cm = c < C
     tl.store(m_out + c, mu.to(m_out.dtype.element_ty), mask=cm)
     tl.store(v_out + c, (q / tot).to(v_out.dtype.element_ty), mask=cm)
@@ -174,8 +186,8 @@ def _bwd_partial(dy_ptr, x_ptr, m_ptr, sdy_ptr, sdx_ptr, R, K, C, ROWS_PER_SLICE
     r0 = ps * ROWS_PER_SLICE
     if CH_ON_ROWS:
         m = tl.load(m_ptr + pc).to(tl.float32)
-        acc_dy = tl.zeros([BR, BK], tl.float32)
-        acc_dx = tl.zeros([BR, BK], tl.float32)
+        acc_dy = tl.full([BR, BK], 0.0, tl.float32)
+        acc_dx = tl.full([BR, BK], 0.0, tl.float32)
         a_end = tl.minimum(r0 + ROWS_PER_SLICE, R // C)
         for a in range(r0, a_end, BR):
             arow = a + rr
@@ -188,14 +200,14 @@ def _bwd_partial(dy_ptr, x_ptr, m_ptr, sdy_ptr, sdx_ptr, R, K, C, ROWS_PER_SLICE
                 x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
                 acc_dy += d
                 acc_dx += tl.where(mask, d * (x - m), 0.0)
-        tl.store(sdy_ptr + ps * C + pc, tl.sum(tl.sum(acc_dy, axis=1), axis=0))
-        tl.store(sdx_ptr + ps * C + pc, tl.sum(tl.sum(acc_dx, axis=1), axis=0))
+        tl.store(sdy_ptr + ps * C + pc, _sum(_sum(acc_dy, axis=1), axis=0))
+        tl.store(sdx_ptr + ps * C + pc, _sum(_sum(acc_dx, axis=1), axis=0))
     else:
         kk = pc * BK + cols
         kmask = kk < K
         m = tl.load(m_ptr + kk, mask=kmask, other=0.0).to(tl.float32)
-        acc_dy = tl.zeros([BR, BK], tl.float32)
-        acc_dx = tl.zeros([BR, BK], tl.float32)
+        acc_dy = tl.full([BR, BK], 0.0, tl.float32)
+        acc_dx = tl.full([BR, BK], 0.0, tl.float32)
         r_end = tl.minimum(r0 + ROWS_PER_SLICE, R)
         for r in range(r0, r_end, BR):
             row = r + rr
@@ -205,8 +217,8 @@ def _bwd_partial(dy_ptr, x_ptr, m_ptr, sdy_ptr, sdx_ptr, R, K, C, ROWS_PER_SLICE
             x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
             acc_dy += d
             acc_dx += tl.where(mask, d * (x - m[None, :]), 0.0)
-        tl.store(sdy_ptr + ps * C + kk, tl.sum(acc_dy, axis=0), mask=kmask)
-        tl.store(sdx_ptr + ps * C + kk, tl.sum(acc_dx, axis=0), mask=kmask)
+        tl.store(sdy_ptr + ps * C + kk, _sum(acc_dy, axis=0), mask=kmask)
+        tl.store(sdx_ptr + ps * C + kk, _sum(acc_dx, axis=0), mask=kmask)
 
 
 @triton.jit
@@ -216,8 +228,8 @@ def _bwd_combine(sdy_ptr, sdx_ptr, v_ptr, dg_ptr, db_ptr, ty_ptr, tx_ptr, eps, C
     s = tl.arange(0, BS)
     mask = (s < S)[:, None] & (c < C)[None, :]
     offs = s[:, None] * C + c[None, :]
-    sdy = tl.sum(tl.load(sdy_ptr + offs, mask=mask, other=0.0), axis=0)
-    sdx = tl.sum(tl.load(sdx_ptr + offs, mask=mask, other=0.0), axis=0)
+    sdy = _sum(tl.load(sdy_ptr + offs, mask=mask, other=0.0), axis=0)
+    sdx = _sum(tl.load(sdx_ptr + offs, mask=mask, other=0.0), axis=0)
     cm = c < C
     r = 1.0 / tl.sqrt_rn(tl.load(v_ptr + c, mask=cm, other=1.0).to(tl.float32) + eps)
     tl.store(ty_ptr + c, sdy, mask=cm)
