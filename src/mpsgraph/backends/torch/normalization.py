@@ -1,11 +1,21 @@
 """torch kernels of the normalization family (semantics and formulas: ops/normalization.py;
 reference: backends/numpy/normalization.py). Half types compute in float32 and round once.
 
-Fast paths (float32, the batch-norm layout: every axis reduced but one, the statistics and
-gamma of size 1 except along that axis): `normalize` is one fused multiply-add of per-channel
-scale and shift (`addcmul`), and `normalizationGradient` without given gamma / beta gradients
-is ATen's `native_batch_norm_backward` (cuDNN's or ATen's fused kernel), which computes exactly
-r (dyg - mean_A(dyg) - xhat mean_A(dyg xhat)) from the saved mean and 1/sqrt(v + e)."""
+Fast paths, in the batch-norm layout (float32; every axis reduced but one, the channel axis c;
+the statistics, gamma and beta of size 1 except along c):
+
+- Triton (kernels/batchnorm.py; CUDA, or the CPU under TRITON_INTERPRET=1; x contiguous):
+  `varianceMean` (the plan's mean + variance step, runtime/plan_fusion.py) is one pass over x,
+  `normalize` one pass, `normalizationGradients` / `normalizationGradient` two passes over
+  (x, dy) (per-channel sums, then dx) - the passes of torch's own batch norm;
+- else ATen: `batch_norm_update_stats` (its batch-norm statistics kernel) for the statistics,
+  `native_batch_norm` in inference mode (x, per-channel mean and variance) for normalize, and
+  `native_batch_norm_backward` (cuDNN's or ATen's fused kernel) for the gradients, which
+  computes exactly r (dyg - mean_A(dyg) - xhat mean_A(dyg xhat)) from the saved mean and
+  1/sqrt(v + e).
+
+Elsewhere: `torch.var_mean` (one Welford pass) for the statistics over any axes, and plain
+elementwise torch code."""
 
 from __future__ import annotations
 

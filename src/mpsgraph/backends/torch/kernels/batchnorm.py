@@ -51,7 +51,7 @@ def _add(a, b):
 
 
 @triton.jit
-def _sum(x, axis):
+def _sum(x, axis: tl.constexpr):
     """tl.sum over `axis` (written with tl.reduce: the interpreter of a process that imported
     Triton before TRITON_INTERPRET was set cannot run the standard library's jit functions)."""
     return tl.reduce(x, axis, _add)
@@ -67,9 +67,9 @@ def _stats_partial(x_ptr, n_ptr, mean_ptr, m2_ptr, R, K, C, ROWS_PER_SLICE,
     r0 = ps * ROWS_PER_SLICE
     if CH_ON_ROWS:
         # channel pc: rows a*C + pc for the slice's a, every column; one running part
-        tot = 0.0
-        mu = 0.0
-        q = 0.0
+        tot = tl.full([], 0.0, tl.float32)
+        mu = tl.full([], 0.0, tl.float32)
+        q = tl.full([], 0.0, tl.float32)
         a_end = tl.minimum(r0 + ROWS_PER_SLICE, R // C)
         for a in range(r0, a_end, BR):
             arow = a + rr
@@ -143,16 +143,22 @@ def _stats_combine(n_ptr, mean_ptr, m2_ptr, m_out, v_out, C, S,
 def _per_channel(rows, cols, C, R, K, CH_ON_ROWS: tl.constexpr):
     """The channel of each row (CH_ON_ROWS) or column of a tile, and which are in range."""
     if CH_ON_ROWS:
-        return rows % C, rows < R
-    return cols, cols < K
+        ch = rows % C
+        ok = rows < R
+    else:
+        ch = cols
+        ok = cols < K
+    return ch, ok
 
 
 @triton.jit
 def _spread(t, CH_ON_ROWS: tl.constexpr):
     """A per-channel vector of a tile's rows or columns, as a [rows, 1] / [1, cols] tile."""
     if CH_ON_ROWS:
-        return t[:, None]
-    return t[None, :]
+        out = t[:, None]
+    else:
+        out = t[None, :]
+    return out
 
 
 @triton.jit
