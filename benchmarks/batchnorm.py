@@ -136,6 +136,13 @@ def _plan(exe) -> str:
 
 
 def _profile(fn, label: str) -> None:
+    try:
+        _profile_kernels(fn, label)
+    except Exception as e:  # noqa: BLE001 - diagnostics only: never lose the timings
+        print(f"\n{label}: profiling failed ({type(e).__name__}: {e})")
+
+
+def _profile_kernels(fn, label: str) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
