@@ -201,13 +201,14 @@ def test_gradients_match_finite_differences(device, case):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: str(c[0]))
 def test_triton_kernels_run_for_the_pattern(monkeypatch, case):
-    """torch-cpu with the Triton kernels (TRITON_INTERPRET=1, kernels/batchnorm.py): every
-    part of the step goes through them, with the float64 numbers."""
+    """The Triton kernels (kernels/batchnorm.py; on the CPU: torch-cpu under
+    TRITON_INTERPRET=1): every part of the step goes through them, with the float64 numbers."""
     torch = pytest.importorskip("torch")
     from helpers import triton_kernels
 
     bn, = triton_kernels("batchnorm")
-    if not torch.cuda.is_available():
+    device = "cuda" if torch.cuda.is_available() else "torch-cpu"
+    if device == "torch-cpu":
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.delenv("MPSGRAPH_NO_TRITON", raising=False)
     calls = []
@@ -218,7 +219,7 @@ def test_triton_kernels_run_for_the_pattern(monkeypatch, case):
     shape, axes, pshape = case
     g, feeds, targets = _graph(shape, axes, pshape)
     data = _data(shape, pshape, 4)
-    exe = _compile(g, feeds, targets, data, "torch-cpu")
+    exe = _compile(g, feeds, targets, data, device)
     outs = exe.run(data)
     assert calls == ["statistics", "normalize", "backward"]
     want = _analytic(*[a.astype(np.float64) for a in data], axes)
