@@ -271,9 +271,9 @@ def _bwd_dx(dy_ptr, x_ptr, dx_ptr, m_ptr, v_ptr, g_ptr, ty_ptr, tx_ptr, eps, inv
 # ---------------------------------------------------------------------------- host side
 def supported(x: torch.Tensor, c: int) -> bool:
     """Whether the kernels take x with channel axis c (contiguous, a Triton dtype, not empty,
-    32-bit-sized dimensions)."""
-    return (x.dtype in DTYPES and x.is_contiguous() and x.numel() > 0 and x.dim() >= 1
-            and x.numel() < 2**62 and x.shape[c] < 2**31)
+    fewer than 2**31 elements: row and column indices are int32, offsets int64)."""
+    return (x.dtype in DTYPES and x.is_contiguous() and 0 < x.numel() < 2**31
+            and 0 <= c < x.dim())
 
 
 @functools.lru_cache(maxsize=None)
