@@ -4,16 +4,16 @@ elementwise fusion of backends/torch/fusion.py).
 
 `pair_statistics`: a `reductionMean(x, axes=A)` step and a `variance(x, axes=A)` step of the
 same x over the same (normalised) axes - the variance with no given mean, or given exactly
-that mean's result - become ONE step of the backend's `varianceMean` kernel (attrs: the variance's kernel attrs
-and whether it was given the mean), which returns
-(mean, variance) from one pass over x for the statistics (torch: `torch.var_mean`, a single
-Welford reduction; NumPy: the mean computed once). The batch-norm training pattern
-`normalize(x, mean(x, A), variance(x, mean: mean(x, A), axes: A), ...)` reads x twice then
-instead of three times. Results: the same op semantics (ops/normalization.py); the torch
-kernel may differ from the two separate kernels within float rounding (SPEC: the torch backend
-may differ within floating-point tolerance); the NumPy one is bit-identical. Where the pattern
-is not there (other axes, another x, a dynamic step, a backend without the kernel) the plan
-is unchanged.
+that mean's result - become ONE step of the internal op `varianceMean` (ops/normalization.py;
+its kernels take (the variance's kernel attrs, whether it was given the mean)), which returns
+(mean, variance) from one pass over x for the statistics (torch: the Triton statistics kernel
+or ATen's batch-norm statistics in the batch-norm layout, `torch.var_mean` elsewhere; NumPy:
+the mean computed once). The batch-norm training pattern
+`normalize(x, mean(x, A), variance(x, mean: mean(x, A), axes: A), ...)` then reads x once for
+its statistics instead of twice. Results: the same op semantics; the torch kernel may differ
+from the two separate kernels within float rounding (SPEC: the torch backend may differ within
+floating-point tolerance); the NumPy one is bit-identical. Where the pattern is not there
+(other axes, another x, another mean, a dynamic step) the plan is unchanged.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ def supported(x: torch.Tensor, c: int) -> bool:
             and 0 <= c < x.dim())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sms(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
