@@ -1,31 +1,41 @@
-"""Benchmark: batch normalization on CUDA, mpsgraph vs torch's batch_norm (cuDNN).
+"""Benchmark: batch normalization in training on CUDA, mpsgraph vs torch's batch_norm.
 
 Run (from the repository root)::
 
     PYTHONPATH=src python3 benchmarks/batchnorm.py               # [64, 256, 28, 28] NCHW, CUDA
+    PYTHONPATH=src python3 benchmarks/batchnorm.py --nhwc        # the same batch as NHWC
+    PYTHONPATH=src python3 benchmarks/batchnorm.py --profile     # + each plan's CUDA kernels
     PYTHONPATH=src python3 benchmarks/batchnorm.py --json out.json
-    PYTHONPATH=src python3 benchmarks/batchnorm.py --small       # dry run: torch-cpu, tiny
+    PYTHONPATH=src python3 benchmarks/batchnorm.py --cpu-smoke   # dry run: torch-cpu, tiny
 
 One process, the same float32 data for every contender (x of [N, C, H, W], gamma and beta of
-[1, C, 1, 1], an incoming gradient dy of x's shape; epsilon 1e-5; TF32 off). Each measurement
-is a warm-up and the median of ``--repeat`` timed runs, timed with CUDA events around the call
-and a synchronize at the end (host-inclusive: what a caller from Python sees), or
-``time.perf_counter`` with ``--small``.
+[1, C, 1, 1], an incoming gradient dy of x's shape; epsilon 1e-5; TF32 off; with --nhwc x is
+[N, H, W, C], gamma and beta [1, 1, 1, C], the axes (0, 1, 2), and torch gets the same memory
+as a channels_last NCHW tensor).
 
-- ours, forward: an Executable compiled for y = normalize(x, mean(x, [0, 2, 3]),
-  variance(x, axes=[0, 2, 3]), gamma, beta) (the batch statistics, as in training);
-- ours, forward + backward: the same graph with loss = reductionSum(y * dy) differentiated by
-  gradientForPrimaryTensor for x, gamma and beta (so that the gradient reaching y is dy: one
-  extra elementwise product over torch's call), the targets [y, dx, dgamma, dbeta]; and
-  the same with loss = reductionSum(y) (the gradient reaching y is ones; torch: the
-  autograd of y.sum());
-- torch: ``torch.nn.functional.batch_norm(x, None, None, gamma, beta, training=True)``, and for
-  the backward ``torch.autograd.grad(y, [x, gamma, beta], dy)`` on the same call;
-- torch aten: ``native_batch_norm`` + ``native_batch_norm_backward`` called directly (no
-  autograd bookkeeping: the floor of an eager torch caller).
+The graph (ours): y = normalize(x, m, variance(x, mean: m, axes: A), gamma, beta) with
+m = mean(x, A), A = (0, 2, 3) (the batch statistics, as in training); for the backward
+loss = reductionSum(y * dy) differentiated by gradientForPrimaryTensor for x, gamma and beta
+(the gradient reaching y is then dy itself), targets [y, dx, dgamma, dbeta]. The compiled
+plan is printed: mean + variance are one step (runtime/plan_fusion.py), normalize one, the
+whole backward one (normalizationGradients).
 
-Results are checked against torch once before timing. Ratios are peer / ours: > 1 means
-mpsgraph is faster (the issue's bar: torch / ours >= 1 / 1.2 = 0.83 for forward + backward).
+Timings (median ms of --repeat samples):
+
+- ``ours graph``: device-only, `Executable.captured_graph(inputs)` replayed (10 replays per
+  sample between two CUDA events);
+- ``ours run``: `Executable.run` (host-inclusive: CUDA events around the call, then a
+  synchronize; what a Python caller sees, results copied out of the graph's buffers);
+- ``torch eager``: ``torch.nn.functional.batch_norm(x, None, None, gamma, beta,
+  training=True)``, and for the backward ``torch.autograd.grad(y, [x, gamma, beta], dy)``
+  (cuDNN where torch picks it), host-inclusive like ``ours run``;
+- ``torch graph``: the same torch calls captured in one ``torch.cuda.CUDAGraph`` and replayed
+  (device-only, like ``ours graph``).
+
+Ratios are ours / torch: the issue's bar is ``ours graph / torch graph <= 1.2`` for the
+forward + backward. Results are checked against torch once before timing. ``--cpu-smoke``
+runs the same code on torch-cpu and the NumPy backend with a tiny batch (perf_counter timings,
+no graph columns): for checking the script, not for numbers.
 """
 
 from __future__ import annotations
@@ -49,170 +59,223 @@ except ImportError:
 import torch
 
 EPS = 1e-5
+GRAPH_BATCH = 10  # graph replays per timed sample
 
 
-def _timer(cuda: bool, repeat: int, warmup: int):
-    def time_ms(fn) -> float:
-        for _ in range(warmup):
-            fn()
+def _median_ms(fn, cuda: bool, repeat: int, warmup: int, batch: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeat):
         if cuda:
-            torch.cuda.synchronize()
-        ts = []
-        for _ in range(repeat):
-            if cuda:
-                s = torch.cuda.Event(enable_timing=True)
-                e = torch.cuda.Event(enable_timing=True)
-                s.record()
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(batch):
                 fn()
-                e.record()
-                e.synchronize()
-                ts.append(s.elapsed_time(e))
-            else:
-                t0 = time.perf_counter()
-                fn()
-                ts.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(ts)
-    return time_ms
-
-
-def _graph(shape, training: bool, loss_of_y: bool = False):
-    n, c, h, w = shape
-    g = mg.Graph()
-    x = g.placeholder([n, c, h, w], name="x")
-    gamma = g.placeholder([1, c, 1, 1], name="gamma")
-    beta = g.placeholder([1, c, 1, 1], name="beta")
-    m = g.mean(x, [0, 2, 3])
-    v = g.variance(x, axes=[0, 2, 3])
-    y = g.normalize(x, m, v, gamma=gamma, beta=beta, epsilon=EPS)
-    feeds = [x, gamma, beta]
-    targets = [y]
-    if training:
-        if loss_of_y:  # loss = sum(y): the gradient reaching y is ones (no dy input)
-            loss = g.reductionSum(y)
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) / batch)
         else:
-            dy = g.placeholder([n, c, h, w], name="dy")
-            loss = g.reductionSum(g.multiplication(y, dy))
-            feeds.append(dy)
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            ts.append((time.perf_counter() - t0) * 1e3 / batch)
+    return statistics.median(ts)
+
+
+def _graph(shape, axes, cshape, training: bool):
+    g = mg.Graph()
+    x = g.placeholder(list(shape), name="x")
+    gamma = g.placeholder(cshape, name="gamma")
+    beta = g.placeholder(cshape, name="beta")
+    m = g.mean(x, axes)
+    v = g.variance(x, mean=m, axes=axes)
+    y = g.normalize(x, m, v, gamma=gamma, beta=beta, epsilon=EPS)
+    feeds, targets = [x, gamma, beta], [y]
+    if training:
+        dy = g.placeholder(list(shape), name="dy")
+        loss = g.reductionSum(g.multiplication(y, dy))
         grads = g.gradientForPrimaryTensor(loss, [x, gamma, beta])
         targets += [grads[x], grads[gamma], grads[beta]]
+        feeds.append(dy)
     return g, feeds, targets
 
 
 def _check(got, want, what):
     for k, (a, b) in enumerate(zip(got, want)):
-        a = a.detach().float().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+        a = np.asarray(a.numpy() if hasattr(a, "numpy") and not hasattr(a, "detach") else
+                       a.detach().float().cpu().numpy())
         b = b.detach().float().cpu().numpy()
-        a = a.reshape(b.shape)
+        a = a.reshape(b.shape) if a.size == b.size else a
         err = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
         if err > 1e-3:
             raise AssertionError(f"{what}: output {k} differs from torch (max rel. {err:.2e})")
 
 
-def run(shape, device: str, repeat: int, warmup: int) -> dict:
+def _capture(fn):
+    """fn captured in a torch.cuda.CUDAGraph (after a warm-up on a side stream)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _plan(exe) -> str:
+    return " -> ".join(st.kind + (f"[{'+'.join(o.kind for o in st.fused)}]" if st.fused else "")
+                       for st in exe._steps)
+
+
+def _profile(fn, label: str) -> None:
+    try:
+        _profile_kernels(fn, label)
+    except Exception as e:  # noqa: BLE001 - diagnostics only: never lose the timings
+        print(f"\n{label}: profiling failed ({type(e).__name__}: {e})")
+
+
+def _profile_kernels(fn, label: str) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+    print(f"\n{label}: CUDA kernels (device us per call, 10 calls)")
+    rows = [(e.key, e.device_time_total / 10, e.count // 10) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    for key, us, cnt in sorted(rows, key=lambda r: -r[1]):
+        print(f"  {us:9.1f} us  x{cnt}  {key[:110]}")
+    print(f"  {sum(r[1] for r in rows):9.1f} us  total")
+
+
+def run(shape, nhwc: bool, device: str, repeat: int, warmup: int, profile: bool) -> dict:
     cuda = device == "cuda"
     tdev = torch.device("cuda" if cuda else "cpu")
-    mdev = mg.Device("cuda" if cuda else "torch-cpu")
     torch.backends.cudnn.allow_tf32 = False
-    time_ms = _timer(cuda, repeat, warmup)
+    torch.backends.cuda.matmul.allow_tf32 = False
     gen = torch.Generator().manual_seed(0)
     n, c, h, w = shape
-    x = (torch.randn(shape, generator=gen) * 2 + 0.5).to(tdev)
-    gamma = torch.rand((1, c, 1, 1), generator=gen).add_(0.5).to(tdev)
-    beta = torch.randn((1, c, 1, 1), generator=gen).to(tdev)
-    dy = torch.randn(shape, generator=gen).to(tdev)
-    g1, w1, b1 = gamma.reshape(c), beta.reshape(c), None
-    del b1
-    out: dict = {"shape": list(shape), "device": device}
+    # torch's view: NCHW (channels_last memory for --nhwc); ours: x as laid out in memory
+    xt = (torch.randn((n, c, h, w), generator=gen) * 2 + 0.5)
+    dyt = torch.randn((n, c, h, w), generator=gen)
+    gamma = torch.rand(c, generator=gen).add_(0.5)
+    beta = torch.randn(c, generator=gen)
+    if nhwc:
+        xo, dyo = (t.permute(0, 2, 3, 1).contiguous() for t in (xt, dyt))
+        xt, dyt = (t.permute(0, 3, 1, 2) for t in (xo, dyo))  # channels_last views
+        axes, cshape = [0, 1, 2], [1, 1, 1, c]
+    else:
+        xo, dyo = xt, dyt
+        axes, cshape = [0, 2, 3], [1, c, 1, 1]
+    xo, dyo, xt, dyt = (t.to(tdev) for t in (xo, dyo, xt, dyt))
+    gamma, beta = gamma.to(tdev), beta.to(tdev)
+    go, bo = gamma.reshape(cshape), beta.reshape(cshape)
+    res: dict = {"shape": list(xo.shape), "layout": "NHWC" if nhwc else "NCHW",
+                 "device": device, "plans": {}}
+    devices = ["cuda"] if cuda else ["torch-cpu", "cpu"]
+    time_ms = lambda fn, batch=1: _median_ms(fn, cuda, repeat, warmup, batch)  # noqa: E731
 
-    # ---------------------------------------------------------------- forward
-    g, feeds, targets = _graph(shape, training=False)
-    exe = g.compile({f: mg.ShapedType(list(t.shape), mg.float32)
-                     for f, t in zip(feeds, (x, gamma, beta))}, targets, device=mdev)
-    ours_f = lambda: exe.run([x, gamma, beta])  # noqa: E731
-    torch_f = lambda: torch.nn.functional.batch_norm(  # noqa: E731
-        x, None, None, g1, w1, training=True, eps=EPS)
-    aten_f = lambda: torch.ops.aten.native_batch_norm(  # noqa: E731
-        x, g1, w1, None, None, True, 0.0, EPS)
-    _check([r.array if hasattr(r, "array") else torch.from_dlpack(r) for r in ours_f()],
-           [torch_f()], "forward")
-    out["forward"] = {"ours": time_ms(ours_f), "torch": time_ms(torch_f),
-                      "torch aten": time_ms(aten_f)}
+    xr = xt.detach().clone().requires_grad_(True)
+    gr = gamma.detach().clone().requires_grad_(True)
+    br = beta.detach().clone().requires_grad_(True)
 
-    # ---------------------------------------------------------------- forward + backward
-    g, feeds, targets = _graph(shape, training=True)
-    exe = g.compile({f: mg.ShapedType(list(t.shape), mg.float32)
-                     for f, t in zip(feeds, (x, gamma, beta, dy))}, targets, device=mdev)
-    ours_b = lambda: exe.run([x, gamma, beta, dy])  # noqa: E731
-    xr = x.detach().clone().requires_grad_(True)
-    gr = g1.detach().clone().requires_grad_(True)
-    br = w1.detach().clone().requires_grad_(True)
+    def torch_f():
+        return [torch.nn.functional.batch_norm(xt, None, None, gamma, beta, training=True,
+                                               eps=EPS)]
 
     def torch_b():
         y = torch.nn.functional.batch_norm(xr, None, None, gr, br, training=True, eps=EPS)
-        return [y, *torch.autograd.grad(y, [xr, gr, br], dy)]
+        return [y, *torch.autograd.grad(y, [xr, gr, br], dyt)]
 
-    def aten_b():
-        y, mean, invstd = torch.ops.aten.native_batch_norm(x, g1, w1, None, None, True, 0.0,
-                                                           EPS)
-        return [y, *torch.ops.aten.native_batch_norm_backward(
-            dy, x, g1, None, None, mean, invstd, True, EPS, [True, True, True])]
+    def as_ours(ts):  # torch results in our layout, for the check
+        return [t.permute(0, 2, 3, 1) if nhwc and t.dim() == 4 else t for t in ts]
 
-    got = [torch.from_dlpack(r) for r in ours_b()]
-    _check(got, torch_b(), "forward + backward")
-    out["forward + backward"] = {"ours": time_ms(ours_b), "torch": time_ms(torch_b),
-                                 "torch aten": time_ms(aten_b)}
-
-    # ---------------------------------------------------------------- loss = sum(y)
-    g, feeds, targets = _graph(shape, training=True, loss_of_y=True)
-    exe = g.compile({f: mg.ShapedType(list(t.shape), mg.float32)
-                     for f, t in zip(feeds, (x, gamma, beta))}, targets, device=mdev)
-    ours_s = lambda: exe.run([x, gamma, beta])  # noqa: E731
-    ones = torch.ones_like(x)
-
-    def torch_s():
-        y = torch.nn.functional.batch_norm(xr, None, None, gr, br, training=True, eps=EPS)
-        return [y, *torch.autograd.grad(y.sum(), [xr, gr, br])]
-
-    def aten_s():
-        y, mean, invstd = torch.ops.aten.native_batch_norm(x, g1, w1, None, None, True, 0.0,
-                                                           EPS)
-        return [y, *torch.ops.aten.native_batch_norm_backward(
-            ones.expand_as(x), x, g1, None, None, mean, invstd, True, EPS, [True, True, True])]
-
-    got, want = [torch.from_dlpack(r) for r in ours_s()], torch_s()
-    # (dx and dgamma are ~0 here: sums of rounding errors; y and dbeta are checked)
-    _check([got[0], got[3]], [want[0], want[3]], "loss sum(y)")
-    out["fwd + bwd, loss sum(y)"] = {"ours": time_ms(ours_s), "torch": time_ms(torch_s),
-                                     "torch aten": time_ms(aten_s)}
-    return out
+    for what, training, torch_fn in (("forward", False, torch_f),
+                                     ("forward + backward", True, torch_b)):
+        g, feeds, targets = _graph(list(xo.shape), axes, cshape, training)
+        inputs = [xo, go, bo] + ([dyo] if training else [])
+        r: dict = {}
+        want = as_ours(torch_fn())
+        for dev in devices:
+            mdev = mg.Device(dev)
+            ins = inputs if dev != "cpu" else [t.cpu().numpy() for t in inputs]
+            exe = g.compile({f: mg.ShapedType(list(t.shape), mg.float32)
+                             for f, t in zip(feeds, inputs)}, targets, device=mdev)
+            res["plans"][f"{what} ({dev})"] = _plan(exe)
+            _check(exe.run(ins), want, f"{what} ({dev})")
+            tag = "ours run" if dev != "cpu" else "ours run (NumPy)"
+            r[tag] = time_ms(lambda e=exe, i=ins: e.run(i))
+            if cuda:
+                cg = exe.captured_graph(ins)
+                r["ours graph"] = time_ms(cg.replay, GRAPH_BATCH)
+                if profile:
+                    _profile(cg.replay, f"ours graph, {what}")
+        r["torch eager"] = time_ms(torch_fn)
+        if cuda:
+            tg = _capture(torch_fn)
+            r["torch graph"] = time_ms(tg.replay, GRAPH_BATCH)
+            if profile:
+                _profile(tg.replay, f"torch graph, {what}")
+        res[what] = r
+    return res
 
 
 def _table(res: dict) -> str:
-    lines = [f"batch norm {res['shape']} NCHW float32 on {res['device']} (median ms; "
-             "ratio = peer / ours, > 1: mpsgraph faster)", "",
-             "| pass | ours ms | torch ms | torch aten ms | torch / ours | aten / ours |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for k in ("forward", "forward + backward", "fwd + bwd, loss sum(y)"):
-        r = res[k]
-        lines.append(f"| {k} | {r['ours']:.3f} | {r['torch']:.3f} | {r['torch aten']:.3f} | "
-                     f"{r['torch'] / r['ours']:.2f} | {r['torch aten'] / r['ours']:.2f} |")
+    cuda = res["device"] == "cuda"
+    lines = [f"batch norm (training) {res['shape']} {res['layout']} float32 on {res['device']}"
+             " (median ms; ratio = ours / torch: <= 1.2 is the bar for graph fwd+bwd)", ""]
+    for k, v in res["plans"].items():
+        lines.append(f"plan, {k}: {v}")
+    lines.append("")
+    if cuda:
+        lines += ["| pass | ours graph | torch graph | ours / torch (graph) | ours run | "
+                  "torch eager | ours run / torch eager |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for k in ("forward", "forward + backward"):
+            r = res[k]
+            lines.append(f"| {k} | {r['ours graph']:.4f} | {r['torch graph']:.4f} | "
+                         f"{r['ours graph'] / r['torch graph']:.2f} | {r['ours run']:.4f} | "
+                         f"{r['torch eager']:.4f} | {r['ours run'] / r['torch eager']:.2f} |")
+    else:
+        lines += ["| pass | ours run (torch-cpu) | ours run (NumPy) | torch eager | "
+                  "torch-cpu / torch |", "|---|---:|---:|---:|---:|"]
+        for k in ("forward", "forward + backward"):
+            r = res[k]
+            lines.append(f"| {k} | {r['ours run']:.4f} | {r['ours run (NumPy)']:.4f} | "
+                         f"{r['torch eager']:.4f} | {r['ours run'] / r['torch eager']:.2f} |")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--small", action="store_true", help="a CPU dry run (torch-cpu, tiny)")
+    ap.add_argument("--cpu-smoke", action="store_true",
+                    help="a dry run on torch-cpu and NumPy with a tiny batch (no GPU)")
+    ap.add_argument("--nhwc", action="store_true", help="x as NHWC, axes (0, 1, 2)")
+    ap.add_argument("--profile", action="store_true", help="print each graph's CUDA kernels")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--json", type=str, default=None)
     args = ap.parse_args(argv)
-    if args.small:
+    if args.cpu_smoke:
         shape, device, repeat, warmup = (4, 8, 6, 6), "cpu", args.repeat or 5, 2
     else:
         if not torch.cuda.is_available():
-            print("no CUDA device: run with --small for a CPU dry run", file=sys.stderr)
+            print("no CUDA device: run with --cpu-smoke for a CPU dry run", file=sys.stderr)
             return 2
         shape, device, repeat, warmup = (64, 256, 28, 28), "cuda", args.repeat or 50, 10
-    res = run(shape, device, repeat, warmup)
+    if device == "cpu":
+        torch.set_num_threads(1)  # a shared CPU: steadier smoke numbers
+    res = run(shape, args.nhwc, device, repeat, warmup, args.profile and device == "cuda")
     res["torch"] = torch.__version__
     res["python"] = platform.python_version()
     if device == "cuda":

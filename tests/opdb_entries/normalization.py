@@ -253,7 +253,7 @@ add(OpInfo("normalize", build=_build_normalize, ref=_ref_normalize,
            torch_ref=_torch_normalize, errors=_normalize_errors,
            tol={DT.float32: (5e-5, 2e-5), DT.float16: (4e-3, 4e-3), DT.bFloat16: (3e-2, 3e-2)},
            grad_tol=(3e-4, 1e-5), kinds=("reductionMean", "variance", "normalizationGradients",
-                                          "normalizationGradient")))
+                                          "normalizationGradient", "varianceMean")))
 
 
 # ---------------------------------------------------------------------------- gradient ops

@@ -267,6 +267,33 @@ def _binary_grad(da_fn, db_fn):
     return rule
 
 
+def _is_ones(t) -> bool:
+    """`t` is a constant of ones, or a broadcast / reshape of one (the seed of
+    gradientForPrimaryTensor and its broadcast through a reduction's rule)."""
+    for _ in range(8):
+        op = t.operation
+        if op.kind == "constant":
+            arr = op.attrs
+            return arr.size > 0 and bool((arr == 1).all())
+        if op.kind not in ("broadcast", "reshape"):
+            return False
+        t = op.inputs[0]
+    return False
+
+
+def _times(g, dy, other):
+    """dy * other, or `other` itself when dy is ones that do not widen it (1 * v == v exactly
+    for real floats, NaN, infinities and -0 included): the gradient of sum(y * dy') reaching
+    y is then dy' with no ones materialised and no multiplication."""
+    if (other.dataType.is_floating and dy.dataType == other.dataType and other.shape is not None
+            and dy.shape is not None and all(d >= 0 for d in other.shape)
+            and len(dy.shape) <= len(other.shape)
+            and all(a in (1, b) for a, b in zip(dy.shape[::-1], other.shape[::-1]))
+            and _is_ones(dy)):
+        return other
+    return g.multiplication(dy, other)
+
+
 def _unary_grad(fn):
     """A unary rule from dy, x, y -> dx."""
     def rule(g, op, dys):
@@ -434,8 +461,8 @@ ROWS: tuple[Elementwise, ...] = (
         lambda g, dy, a, b, y: dy, lambda g, dy, a, b, y: g.negative(dy)),
       "a - b (integers wrap)."),
     E('multiplication', _B, NUMERIC + COMPLEX, 'same', 'np.multiply', 'multiply', _binary_grad(
-        lambda g, dy, a, b, y: g.multiplication(dy, b),
-        lambda g, dy, a, b, y: g.multiplication(dy, a)),
+        lambda g, dy, a, b, y: _times(g, dy, b),
+        lambda g, dy, a, b, y: _times(g, dy, a)),
       "a * b, elementwise (integers wrap)."),
     E('division', _B, NUMERIC + COMPLEX, 'same', 'divide', 'divide', _binary_grad(
         lambda g, dy, a, b, y: g.division(dy, b),

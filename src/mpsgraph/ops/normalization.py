@@ -43,6 +43,11 @@ numbers; the batch-norm training pattern): with gamma constant along the axes, t
 `normalizationGradients` ([dx, dgamma, dbeta] of one kernel: `normalizationGradient`,
 `normalizationGammaGradient` and `normalizationBetaGradient` of the same arguments), else
 `normalizationGradient`. The gradient ops have no gradient of their own.
+
+Compile time (runtime/plan_fusion.py): a `mean(x, A)` and a `variance(x, [mean,] A)` of the
+same x and axes run as ONE plan step, the internal `varianceMean` (one pass over x for both
+on the torch backend; the mean computed once on NumPy), so the batch-norm training step reads
+x once for its statistics, once more for normalize, and twice with dy for the fused backward.
 """
 
 from __future__ import annotations
@@ -292,6 +297,19 @@ register_op("normalizationGammaGradient", _infer_gamma_gradient)
 register_op("normalizationBetaGradient", _infer_beta_gradient)
 register_op("normalizationGradient", _infer_gradient)
 register_op("normalizationGradients", _infer_gradients)  # internal: the fused rule's op
+
+
+def _infer_variance_mean(ctx: InferContext):
+    """The internal `varianceMean`: [mean, variance] of `tensor` over the axes (the plan's
+    fused step of a reductionMean and a variance of one x, runtime/plan_fusion.py, which
+    builds it from those two ops; its kernels take (the variance's kernel attrs, whether the
+    variance was given the mean))."""
+    dt = same_float_type(ctx, ["tensor"])
+    out, kattrs = _reduced(ctx, ctx.type_of("tensor").shape, dt)
+    return [out[0], out[0]], kattrs
+
+
+register_op("varianceMean", _infer_variance_mean)  # internal: a plan step, never built
 
 
 # ---------------------------------------------------------------------------- builders

@@ -30,6 +30,7 @@ from ..errors import FeedError, GraphError, GraphMismatchError, UnsupportedError
 from ..ops._registry import OPS, InferContext
 from ..types import DataType, ShapedType
 from .device import Device, resolve_device
+from .plan_fusion import pair_statistics
 from .tensor_data import TensorData, _as_numpy
 
 if TYPE_CHECKING:
@@ -617,6 +618,7 @@ class Executable:
                                                                       self.feedTensors)]
         # free each slot after its last use (targets and assigned values are kept)
         keep = set(self._target_slots) | {s for _, s in assigns}
+        steps = pair_statistics(steps, be, _Step)  # mean + variance of one x: one step
         hook = getattr(be, "plan_hook", None)  # the backend may rewrap kernels (plan time)
         if hook is not None:
             hook(steps, keep)

@@ -28,6 +28,20 @@ def variance(x, mean, a):
         return finish(_mean(d * d, a.axes, a.count), x.dtype)
 
 
+@kernel("varianceMean")
+def varianceMean(x, attrs):
+    """(mean, variance) of x over the axes: the plan's fused step of a reductionMean and a
+    variance of one x (runtime/plan_fusion.py; attrs = (the variance's attrs, whether it was
+    given the mean)); the mean computed once (twice for a half type whose variance was not
+    given it: the variance then uses the unrounded mean), the numbers those of the two
+    kernels."""
+    from .reduction import mean
+
+    a, given = attrs
+    m = mean(x, a.axes)
+    return m, variance(x, m if given or work(x) is x else None, a)
+
+
 @kernel("normalize")
 def normalize(x, mean, var, gamma, beta, eps):
     with np.errstate(all="ignore"):
