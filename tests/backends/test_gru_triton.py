@@ -254,3 +254,17 @@ def test_gpu_shapes(shape, kind, dtype):
     ref, ours = _run(c, dtype, seed=1)
     # the oracle is a float64 loop: slow but fine at these sizes on the host
     _check(ref, ours, tol=3e-3 if dtype == torch.float32 else 8e-2)
+
+
+@pytest.mark.parametrize("name", ["default", "resetAfter_b2", "flip_rgf_mask", "bi_mask_noW",
+                                  "rnn_hard_bi_mask", "ra_mask_rev"])
+def test_persistent_launch(name, monkeypatch, poison):
+    """The persistent launch (SYNC: all steps and phases in one launch, grid barriers) runs
+    under the interpreter too when each direction has one program (its barriers then wait for
+    nobody else): the same results as the per-step launches."""
+    import functools
+
+    fwd, bwd = gru_seq.forward_sequence, gru_seq.backward_sequence
+    monkeypatch.setattr(gru_seq, "forward_sequence", functools.partial(fwd, sync=True))
+    monkeypatch.setattr(gru_seq, "backward_sequence", functools.partial(bwd, sync=True))
+    _check(*_run(CASES[name]), tol=2e-5)

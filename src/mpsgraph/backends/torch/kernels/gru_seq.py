@@ -70,6 +70,7 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 from . import cdiv, pow2
 from .lstm_cell import _act, _dact
@@ -172,7 +173,7 @@ def _fwd_kernel(
         REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
-        RES: tl.constexpr, RES_K: tl.constexpr):
+        RES: tl.constexpr, RES_K: tl.constexpr, TWO_PHASE: tl.constexpr):
     p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     dG = d * GATES * H
@@ -182,7 +183,6 @@ def _fwd_kernel(
     tile_z = rn[:, None] * s_zn + dG + ru[None, :]
     tile_m = rn[:, None] * s_mn + dH + ru[None, :]
     tile_hr = rn[:, None] * s_hrn + dH + ru[None, :]
-    TWO_PHASE: tl.constexpr = GATES == 3 and not RESET_AFTER
     # R blocks (forward: B(k, u) = R[d][block * H + u, k])
     if GATES == 3:
         bz_ = rb + BZ * H * s_rr
@@ -223,13 +223,15 @@ def _fwd_kernel(
         tq = step_time(k - 1, T, d, REV, BIDIR)
         mb = m_ptr + t * s_mt + dH
         # h_prev: the previous step's state, h0, or zeros
+        zi = tq * 0  # (an int64 tensor: keeps both branches' values runtime tensors)
         has_prev = k > 0
-        hb = h_ptr + tq * s_ht + dH
-        s_hb = s_hn
+        hb = h_ptr + (tq * s_ht + dH + zi)
+        s_hb = s_hn + zi
         if k == 0:
-            hb = h0_ptr + dH
-            s_hb = s_h0n
-            has_prev = HAS_H0
+            hb = h0_ptr + (dH + zi)
+            s_hb = s_h0n + zi
+            if HAS_H0:
+                has_prev = k >= 0
         hp = zero
         if has_prev:
             hp = _ld(hb + rn[:, None] * s_hb + ru[None, :], m2)
@@ -340,7 +342,8 @@ def _bwd_kernel(
         REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
-        RES: tl.constexpr, RES_K: tl.constexpr):
+        RES: tl.constexpr, RES_K: tl.constexpr, TWO_PHASE: tl.constexpr,
+        NPH: tl.constexpr):
     p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     dG = d * GATES * H
@@ -349,7 +352,6 @@ def _bwd_kernel(
     tile_z = rn[:, None] * s_zn + dG + ru[None, :]
     tile_a = rn[:, None] * s_dan + dG + ru[None, :]
     tile_m = rn[:, None] * s_mn + dH + ru[None, :]
-    TWO_PHASE: tl.constexpr = GATES == 3 and not RESET_AFTER
     # R blocks (backward: B(k, u) = R[d][block * H + k, ru[u]])
     if GATES == 3:
         bz_ = rb + BZ * H * s_rr
@@ -385,14 +387,13 @@ def _bwd_kernel(
     zero = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
     cb = cb_ptr + rn[:, None] * s_cbn + dH + ru[None, :]  # the carry buffer [N, D*H]
     # the carry at the start of this launch: dh_final / zeros, or the previous launch's
-    if j0 == 0 and (phases & 1) != 0:
+    if (j0 == 0) & ((phases & 1) != 0):
         carry = zero
         if HAS_DHF:
             carry = tl.load(dhf_ptr + rn[:, None] * s_dhfn + dH + ru[None, :], mask=m2,
                             other=0.0).to(tl.float32)
     else:
         carry = tl.load(cb, mask=m2, other=0.0)
-    NPH: tl.constexpr = 2 if TWO_PHASE else 1
     for j in range(j0, j0 + nj):
         k = T - 1 - j  # the forward processing index of this step
         t = step_time(k, T, d, REV, BIDIR)
@@ -532,7 +533,8 @@ def _resident_k(H: int, bn: int, bu: int, gates: int, half: bool, prec: str) -> 
 
 
 def _override():
-    """MPSGRAPH_GRU_TILING="BN,BU" (benchmarking), powers of two >= 16, or None."""
+    """MPSGRAPH_GRU_TILING="BN,BU[,WARPS,STAGES]" (benchmarking; BN, BU powers of two >= 16),
+    or None. With WARPS and STAGES the launches take them as they are (no spill check)."""
     spec = os.environ.get("MPSGRAPH_GRU_TILING", "").strip()
     if not spec:
         return None
@@ -540,9 +542,11 @@ def _override():
         v = [int(s) for s in spec.split(",")]
     except ValueError:
         v = []
-    if len(v) != 2 or any(x < 16 or x & (x - 1) for x in v):
-        raise ValueError(f"MPSGRAPH_GRU_TILING={spec!r}: expected BN,BU, powers of two >= 16")
-    return v[0], v[1]
+    if len(v) not in (2, 4) or any(x < 16 or x & (x - 1) for x in v[:2]) or any(
+            x < 1 for x in v[2:]):
+        raise ValueError(f"MPSGRAPH_GRU_TILING={spec!r}: expected BN,BU[,WARPS,STAGES], BN "
+                         "and BU powers of two >= 16")
+    return tuple(v)
 
 
 @functools.lru_cache(maxsize=512)
@@ -554,8 +558,8 @@ def _plan(N: int, H: int, D: int, gates: int, half: bool, prec: str,
     del res_knob
     elem = 2 if half else 4
     if forced is not None:
-        bn, bu = forced
-        til = _tiling(N, H, bn, bu, elem)
+        bn, bu = forced[:2]
+        til = _tiling(N, H, bn, bu, elem, None, None, *forced[2:])
         if max_programs is not None and til.programs * D > max_programs:
             return None
         return til, _resident_k(H, bn, bu, gates, half, prec)
@@ -626,6 +630,51 @@ def _meta(gates, blocks, acts, reset_after, flip_z, reverse, bidirectional, sync
                 RES_K=max(res_k, 16), num_warps=til.num_warps, num_stages=til.num_stages)
 
 
+_CHOSEN: dict = {}
+
+
+def _launch(kernel, grid, args, meta, key) -> dict:
+    """launch(kernel, grid, args, meta) (lstm_seq_fwd.launch: fewer stages while shared memory
+    does not suffice) with, on CUDA, the first of (num_warps, num_stages) = the tiling's,
+    (4, 2), (8, 2), (4, 1), (8, 1) whose compiled kernel spills no registers (ptxas, read from
+    the compiled kernel), else the one that spills least; chosen once per configuration
+    (`key`) and cached. AOT compiles for sm_90 (no GPU) showed the three-stage software
+    pipeline of the float32 K-chunk loop spilling 500+ bytes per thread at H=256 (16x32
+    tile), none with 4 warps and 1 stage or 8 warps and 2. Skipped under the interpreter and
+    when MPSGRAPH_GRU_TILING gives warps and stages."""
+    if interpreting() or not args[0].is_cuda or (
+            os.environ.get("MPSGRAPH_GRU_TILING", "").count(",") >= 3):
+        return launch(kernel, grid, args, meta)
+    k = (key, tuple(sorted(meta.items())))
+    choice = _CHOSEN.get(k)
+    if choice is None:
+        choice = _least_spills(kernel, grid, args, meta)
+        _CHOSEN[k] = choice
+    return launch(kernel, grid, args, {**meta, **choice})
+
+
+def _least_spills(kernel, grid, args, meta) -> dict:
+    cands = [(meta["num_warps"], meta["num_stages"]), (4, 2), (8, 2), (4, 1), (8, 1)]
+    best = None
+    for nw, ns in dict.fromkeys(cands):
+        m = {**meta, "num_warps": nw, "num_stages": ns}
+        try:
+            ck = kernel.warmup(*args, grid=grid, **m)
+            init = getattr(ck, "_init_handles", None)
+            if init is not None:
+                init()
+            spills = int(getattr(ck, "n_spills", 0) or 0)
+        except OutOfResources:
+            continue
+        except Exception:  # noqa: BLE001 - no spill information: keep the tiling's choice
+            return {}
+        if spills == 0:
+            return {"num_warps": nw, "num_stages": ns}
+        if best is None or spills < best[0]:
+            best = (spills, {"num_warps": nw, "num_stages": ns})
+    return {} if best is None else best[1]
+
+
 def _st(a, i):
     return 0 if a is None else a.stride(i)
 
@@ -658,7 +707,7 @@ def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
     meta = _meta(gates, blocks, activations, reset_after, flip_z, reverse, bidirectional, sync,
                  prec, til, res_k, R.dtype in (torch.float16, torch.bfloat16), False)
     R, s_rs = split_r(R, prec)
-    xp, h0, mask = _unit(xp), _unit(h0), _unit(mask)
+    xp, h0, mask = _unit(xp), _unit(None if h0 is None else h0.to(state.dtype)), _unit(mask)
     hr = torch.empty((T, N, D * H), dtype=state.dtype, device=dev) if two else None
     cnt = torch.zeros(D * _CNT_STRIDE, dtype=torch.int32, device=dev)
     dm = state
@@ -668,10 +717,12 @@ def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
     strides = (xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2), s_rs,
                _st(h0, 0), _st(mask, 0), _st(mask, 1), zstate.stride(0), zstate.stride(1),
                state.stride(0), state.stride(1), _st(hr, 0), _st(hr, 1))
-    meta.update(HAS_H0=h0 is not None, HAS_MASK=mask is not None, HAS_B2=b2 is not None)
+    meta.update(HAS_H0=h0 is not None, HAS_MASK=mask is not None, HAS_B2=b2 is not None,
+                TWO_PHASE=two)
     grid = (til.programs, D)
     if sync:
-        launch(_fwd_kernel, grid, (*args, T, N, H, 0, T, 3, *strides), meta)
+        _launch(_fwd_kernel, grid, (*args, T, N, H, 0, T, 3, *strides), meta,
+                (xp.dtype, R.dtype, state.dtype))
     else:
         for k in range(T):
             meta = launch(_fwd_kernel, grid, (*args, T, N, H, k, 1, 1, *strides), meta)
@@ -719,10 +770,11 @@ def backward_sequence(dstate, zstate, out_fwd, R, h0, mask, q, dh_final, dA, dq,
                _st(h0, 0), _st(mask, 0), _st(mask, 1), _st(q, 0), _st(q, 1), _st(dh_final, 0),
                dA.stride(0), dA.stride(1), _st(dq, 0), _st(dq, 1), dh0.stride(0), cb.stride(0))
     meta.update(HAS_H0=h0 is not None, HAS_MASK=mask is not None,
-                HAS_DHF=dh_final is not None)
+                HAS_DHF=dh_final is not None, TWO_PHASE=two, NPH=2 if two else 1)
     grid = (til.programs, D)
     if sync:
-        launch(_bwd_kernel, grid, (*args, T, N, H, 0, T, 3, 1, *strides), meta)
+        _launch(_bwd_kernel, grid, (*args, T, N, H, 0, T, 3, 1, *strides), meta,
+                (dstate.dtype, zstate.dtype, R.dtype, dA.dtype))
     else:
         for j in range(T):
             meta = launch(_bwd_kernel, grid, (*args, T, N, H, j, 1, 1, 0, *strides), meta)
