@@ -85,6 +85,7 @@ from .lstm_seq_fwd import (
     grid_wait,
     launch,
     masked_if,
+    prefetch,
     precision,
     program_tile,
     r_lo,
@@ -173,7 +174,8 @@ def _fwd_kernel(
         REV: tl.constexpr, BIDIR: tl.constexpr, SYNC: tl.constexpr, PREC: tl.constexpr,
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
-        RES: tl.constexpr, RES_K: tl.constexpr, TWO_PHASE: tl.constexpr):
+        RES: tl.constexpr, RES_K: tl.constexpr, TWO_PHASE: tl.constexpr,
+        PREFETCH: tl.constexpr):
     p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     dG = d * GATES * H
@@ -218,10 +220,27 @@ def _fwd_kernel(
     if HAS_B2:
         b2v = tl.load(b2_ptr + dH + ru, mask=mu, other=0.0).to(tl.float32)[None, :]
     zero = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
+    # PREFETCH (one phase per step): x' of the first step; each step then issues the next
+    # step's loads before its recurrent product, so that no step waits for them after the
+    # barrier (the LSTM's design, lstm_seq_fwd.py)
+    nx_z = zero
+    nx_r = zero
+    nx_o = zero
+    if PREFETCH:
+        xb0 = xp_ptr + step_time(k0, T, d, REV, BIDIR) * s_xt + tile_x
+        m0 = masked_if(m2, nk > 0)
+        if GATES == 1:
+            nx_z = tl.load(xb0, mask=m0, other=0.0).to(tl.float32)
+        else:
+            nx_z = tl.load(xb0 + BZ * H, mask=m0, other=0.0).to(tl.float32)
+            nx_r = tl.load(xb0 + BR * H, mask=m0, other=0.0).to(tl.float32)
+            nx_o = tl.load(xb0 + 2 * H, mask=m0, other=0.0).to(tl.float32)
     for k in range(k0, k0 + nk):
         t = step_time(k, T, d, REV, BIDIR)
         tq = step_time(k - 1, T, d, REV, BIDIR)
         mb = m_ptr + t * s_mt + dH
+        xnb = xp_ptr + step_time(k + 1, T, d, REV, BIDIR) * s_xt + tile_x
+        mnx = masked_if(m2, k < k0 + nk - 1)
         # h_prev: the previous step's state, h0, or zeros
         zi = tq * 0  # (an int64 tensor: keeps both branches' values runtime tensors)
         has_prev = k > 0
@@ -240,7 +259,11 @@ def _fwd_kernel(
         last = k == k0 + nk - 1
         if (phases & 1) != 0:  # phase A (the only one unless TWO_PHASE)
             if GATES == 1:
-                a = tl.load(xb, mask=m2, other=0.0).to(tl.float32)
+                if PREFETCH:
+                    a = nx_z
+                    nx_z = tl.load(xnb, mask=mnx, other=0.0).to(tl.float32)
+                else:
+                    a = tl.load(xb, mask=m2, other=0.0).to(tl.float32)
                 if has_prev:
                     a, _u1, _u2 = _prod(a, a, a, 1, hb, s_hb, mb, s_mn, HAS_MASK, t_z, l_z,
                                         t_z, l_z, t_z, l_z, bz_, bz_, bz_, s_rc, s_rr, s_rs,
@@ -255,8 +278,17 @@ def _fwd_kernel(
                     if not last:
                         grid_wait(cnt_ptr + d * CNT_STRIDE, P * (k - k0 + 1))
             else:
-                a_z = tl.load(xb + BZ * H, mask=m2, other=0.0).to(tl.float32)
-                a_r = tl.load(xb + BR * H, mask=m2, other=0.0).to(tl.float32)
+                if PREFETCH:
+                    a_z = nx_z
+                    a_r = nx_r
+                    x_o = nx_o
+                    nx_z = tl.load(xnb + BZ * H, mask=mnx, other=0.0).to(tl.float32)
+                    nx_r = tl.load(xnb + BR * H, mask=mnx, other=0.0).to(tl.float32)
+                    nx_o = tl.load(xnb + 2 * H, mask=mnx, other=0.0).to(tl.float32)
+                else:
+                    a_z = tl.load(xb + BZ * H, mask=m2, other=0.0).to(tl.float32)
+                    a_r = tl.load(xb + BR * H, mask=m2, other=0.0).to(tl.float32)
+                    x_o = tl.load(xb + 2 * H, mask=m2, other=0.0).to(tl.float32)
                 q = zero
                 if has_prev:
                     if RESET_AFTER:
@@ -274,7 +306,7 @@ def _fwd_kernel(
                 if RESET_AFTER:
                     if HAS_B2:
                         q += b2v
-                    o = _act(tl.load(xb + 2 * H, mask=m2, other=0.0).to(tl.float32) + q * r, AO)
+                    o = _act(x_o + q * r, AO)
                     if FLIP_Z:
                         h = (1.0 - z) * hp + z * o
                     else:
@@ -718,7 +750,7 @@ def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
                _st(h0, 0), _st(mask, 0), _st(mask, 1), zstate.stride(0), zstate.stride(1),
                state.stride(0), state.stride(1), _st(hr, 0), _st(hr, 1))
     meta.update(HAS_H0=h0 is not None, HAS_MASK=mask is not None, HAS_B2=b2 is not None,
-                TWO_PHASE=two)
+                TWO_PHASE=two, PREFETCH=prefetch() and not two)
     grid = (til.programs, D)
     if sync:
         _launch(_fwd_kernel, grid, (*args, T, N, H, 0, T, 3, *strides), meta,
