@@ -361,6 +361,46 @@ def _fwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
+@triton.jit
+def _bwd_inputs(j, ok, T, d, ds_ptr, z_ptr, hf_ptr, h0_ptr, q_ptr, m_ptr, s_dst, s_zt, s_hft,
+                s_qt, s_mt, tile_s, tile_z, tile_hf, tile_h0, tile_q, tile_m, m2, H,
+                GATES: tl.constexpr, BZ: tl.constexpr, BR: tl.constexpr,
+                RESET_AFTER: tl.constexpr, HAS_H0: tl.constexpr, HAS_MASK: tl.constexpr,
+                REV: tl.constexpr, BIDIR: tl.constexpr):
+    """The read-only inputs of backward step j as float32 tiles (zeros where `ok` is false):
+    dstate[t]; z, r, o of zState[t] (single gate: the pre-activation, three times); q[t]
+    (resetAfter; else a copy of z); h_prev (the state of the previous processed step, h0 or
+    zeros at the first); the mask of t_next (when present; else a copy of dstate)."""
+    m = masked_if(m2, ok)
+    k = T - 1 - j
+    t = step_time(k, T, d, REV, BIDIR)
+    tq = step_time(k - 1, T, d, REV, BIDIR)
+    tn = step_time(k + 1, T, d, REV, BIDIR)
+    ds = tl.load(ds_ptr + t * s_dst + tile_s, mask=m, other=0.0).to(tl.float32)
+    zb = z_ptr + t * s_zt + tile_z
+    if GATES == 1:
+        z = tl.load(zb, mask=m, other=0.0).to(tl.float32)
+        r = z
+        o = z
+        hp = z
+    else:
+        z = tl.load(zb + BZ * H, mask=m, other=0.0).to(tl.float32)
+        r = tl.load(zb + BR * H, mask=m, other=0.0).to(tl.float32)
+        o = tl.load(zb + 2 * H, mask=m, other=0.0).to(tl.float32)
+        hp = tl.load(hf_ptr + tq * s_hft + tile_hf, mask=masked_if(m, k > 0),
+                     other=0.0).to(tl.float32)
+        if HAS_H0:
+            hp += tl.load(h0_ptr + tile_h0, mask=masked_if(m, k == 0), other=0.0).to(tl.float32)
+    q = z
+    if RESET_AFTER:
+        q = tl.load(q_ptr + t * s_qt + tile_q, mask=m, other=0.0).to(tl.float32)
+    m_next = ds
+    if HAS_MASK:
+        m_next = tl.load(m_ptr + tn * s_mt + tile_m, mask=masked_if(m, k < T - 1),
+                         other=0.0).to(tl.float32)
+    return ds, z, r, o, q, hp, m_next
+
+
 @triton.jit(do_not_specialize=["T", "j0", "nj", "phases", "do_final"])
 def _bwd_kernel(
         ds_ptr, z_ptr, hf_ptr, r_ptr, h0_ptr, m_ptr, q_ptr, dhf_ptr, da_ptr, dq_ptr, dh0_ptr,
@@ -375,7 +415,7 @@ def _bwd_kernel(
         F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr,
         BLOCK_K: tl.constexpr, TILES_U: tl.constexpr, CNT_STRIDE: tl.constexpr,
         RES: tl.constexpr, RES_K: tl.constexpr, TWO_PHASE: tl.constexpr,
-        NPH: tl.constexpr):
+        NPH: tl.constexpr, PREFETCH: tl.constexpr):
     p, d, P, rn, ru, mn, mu, m2 = program_tile(N, H, TILES_U, BLOCK_N, BLOCK_U)
     dH = d * H
     dG = d * GATES * H
@@ -426,22 +466,34 @@ def _bwd_kernel(
                             other=0.0).to(tl.float32)
     else:
         carry = tl.load(cb, mask=m2, other=0.0)
+    tile_hf = rn[:, None] * s_hfn + dH + ru[None, :]
+    tile_h0 = rn[:, None] * s_h0n + dH + ru[None, :]
+    tile_q = rn[:, None] * s_qn + dH + ru[None, :]
+    if PREFETCH:  # the first step's read-only inputs; each step then loads the next step's
+        # before its recurrent product (as the LSTM's backward kernel)
+        n_ds, n_z, n_r, n_o, n_q, n_hp, n_mn = _bwd_inputs(
+            j0, nj > 0, T, d, ds_ptr, z_ptr, hf_ptr, h0_ptr, q_ptr, m_ptr, s_dst, s_zt, s_hft,
+            s_qt, s_mt, tile_s, tile_z, tile_hf, tile_h0, tile_q, tile_m, m2, H, GATES, BZ, BR,
+            RESET_AFTER, HAS_H0, HAS_MASK, REV, BIDIR)
     for j in range(j0, j0 + nj):
         k = T - 1 - j  # the forward processing index of this step
         t = step_time(k, T, d, REV, BIDIR)
         tn = step_time(k + 1, T, d, REV, BIDIR)
-        tq = step_time(k - 1, T, d, REV, BIDIR)
-        # h_prev (own tile): the previous step's state, h0, or zeros
-        hp = zero
-        if k > 0:
-            hp = _ld(hf_ptr + tq * s_hft + rn[:, None] * s_hfn + dH + ru[None, :], m2)
+        if PREFETCH:
+            ds, g_z, g_r, g_o, g_q, hp, m_next = n_ds, n_z, n_r, n_o, n_q, n_hp, n_mn
+            n_ds, n_z, n_r, n_o, n_q, n_hp, n_mn = _bwd_inputs(
+                j + 1, j < j0 + nj - 1, T, d, ds_ptr, z_ptr, hf_ptr, h0_ptr, q_ptr, m_ptr,
+                s_dst, s_zt, s_hft, s_qt, s_mt, tile_s, tile_z, tile_hf, tile_h0, tile_q,
+                tile_m, m2, H, GATES, BZ, BR, RESET_AFTER, HAS_H0, HAS_MASK, REV, BIDIR)
         else:
-            if HAS_H0:
-                hp = _ld(h0_ptr + rn[:, None] * s_h0n + dH + ru[None, :], m2)
+            ds, g_z, g_r, g_o, g_q, hp, m_next = _bwd_inputs(
+                j, nj > 0, T, d, ds_ptr, z_ptr, hf_ptr, h0_ptr, q_ptr, m_ptr, s_dst, s_zt,
+                s_hft, s_qt, s_mt, tile_s, tile_z, tile_hf, tile_h0, tile_q, tile_m, m2, H,
+                GATES, BZ, BR, RESET_AFTER, HAS_H0, HAS_MASK, REV, BIDIR)
         ab = da_ptr + t * s_dat + tile_a
         zb = z_ptr + t * s_zt + tile_z
         if (phases & 1) != 0:  # phase A
-            dh = carry + tl.load(ds_ptr + t * s_dst + tile_s, mask=m2, other=0.0).to(tl.float32)
+            dh = carry + ds
             if j > 0:  # the recurrent carry of t_next
                 rec = zero
                 an = da_ptr + tn * s_dat + dG
@@ -465,17 +517,16 @@ def _bwd_kernel(
                                               s_rc, s_rs, rn, mn, ru, mu, H, PREC, F32_DOT,
                                               RES, RES_K, BLOCK_K)
                 if HAS_MASK:
-                    rec = rec * tl.load(m_ptr + tn * s_mt + tile_m, mask=m2,
-                                        other=0.0).to(tl.float32)
+                    rec = rec * m_next
                 dh += rec
             if GATES == 1:
-                y = _act(tl.load(zb, mask=m2, other=0.0).to(tl.float32), AZ)
+                y = _act(g_z, AZ)
                 tl.store(ab, dh * _dact(y, AZ), mask=m2)
                 carry = zero
             else:
-                z = tl.load(zb + BZ * H, mask=m2, other=0.0).to(tl.float32)
-                r = tl.load(zb + BR * H, mask=m2, other=0.0).to(tl.float32)
-                o = tl.load(zb + 2 * H, mask=m2, other=0.0).to(tl.float32)
+                z = g_z
+                r = g_r
+                o = g_o
                 if FLIP_Z:
                     dz = dh * (o - hp)
                     do = dh * z
@@ -488,9 +539,7 @@ def _bwd_kernel(
                 tl.store(ab + BZ * H, dz * _dact(z, AZ), mask=m2)
                 tl.store(ab + 2 * H, dao, mask=m2)
                 if RESET_AFTER:
-                    q = tl.load(q_ptr + t * s_qt + rn[:, None] * s_qn + dH + ru[None, :],
-                                mask=m2, other=0.0).to(tl.float32)
-                    tl.store(ab + BR * H, dao * q * _dact(r, AR), mask=m2)
+                    tl.store(ab + BR * H, dao * g_q * _dact(r, AR), mask=m2)
                     tl.store(dq_ptr + t * s_dqt + rn[:, None] * s_dqn + dH + ru[None, :],
                              dao * r, mask=m2)
             if SYNC:
@@ -502,7 +551,7 @@ def _bwd_kernel(
                 u, _u1, _u2 = _prod(u, u, u, 1, ao, s_dan, ao, 0, False, t_o, l_o, t_o, l_o,
                                     t_o, l_o, bo_, bo_, bo_, s_rr, s_rc, s_rs, rn, mn, ru, mu,
                                     H, PREC, F32_DOT, RES, RES_K, BLOCK_K)
-                r = _ld(zb + BR * H, m2)
+                r = g_r
                 hm = hp
                 ur = u * r
                 if HAS_MASK:
@@ -802,7 +851,8 @@ def backward_sequence(dstate, zstate, out_fwd, R, h0, mask, q, dh_final, dA, dq,
                _st(h0, 0), _st(mask, 0), _st(mask, 1), _st(q, 0), _st(q, 1), _st(dh_final, 0),
                dA.stride(0), dA.stride(1), _st(dq, 0), _st(dq, 1), dh0.stride(0), cb.stride(0))
     meta.update(HAS_H0=h0 is not None, HAS_MASK=mask is not None,
-                HAS_DHF=dh_final is not None, TWO_PHASE=two, NPH=2 if two else 1)
+                HAS_DHF=dh_final is not None, TWO_PHASE=two, NPH=2 if two else 1,
+                PREFETCH=prefetch())
     grid = (til.programs, D)
     if sync:
         _launch(_bwd_kernel, grid, (*args, T, N, H, 0, T, 3, 1, *strides), meta,
