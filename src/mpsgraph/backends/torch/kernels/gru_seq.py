@@ -43,7 +43,13 @@ needs two barriers per step (r of all units before the o product; da_o before u)
 (default where it fits, the LSTM's caps for the forward operand K = pow2(H), three gate tiles):
 each program loads its [pow2(H), BLOCK_U] slices of the three gate blocks of R[d] once, before
 the time loop; otherwise a K-chunk loop streams them from L2. MPSGRAPH_LSTM_R_RESIDENT=0 and
-MPSGRAPH_LSTM_FP32_DOT act here as for the LSTM.
+MPSGRAPH_LSTM_FP32_DOT act here as for the LSTM. Each step's read-only inputs are loaded one
+step ahead, before the recurrent product (PREFETCH, the LSTM's: forward x' of the one-phase
+variants; backward dstate, the gates, q, h_prev and the mask; MPSGRAPH_LSTM_PREFETCH=0 turns it
+off). The launch takes the (num_warps, num_stages) whose compiled kernel spills fewest
+registers (`_launch`; AOT compiles for sm_90 showed the three-stage pipeline of the float32
+K-chunk loop spilling 500+ bytes per thread at H = 256). MPSGRAPH_GRU_TILING="BN,BU[,WARPS,
+STAGES]" forces a tiling (benchmarking).
 
 Precision: float32 R dots are three TF32 products (float32 accuracy; "split" / "tf32x3" as for
 the LSTM, `lstm_seq_fwd.precision`), "tf32" when torch.backends.cuda.matmul.allow_tf32;
