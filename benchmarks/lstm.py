@@ -7,7 +7,8 @@ PyTorch CPU, same data.
 GRU / RNN rows (issue 19): GRU(training=True) with the torch.nn.GRU conventions
 (resetGateFirst, resetAfter, secondaryBias; SPEC 4.2) followed by GRUGradients (every
 gradient), against torch.nn.GRU forward + backward; singleGateRNN(tanh; relu for the
-rnn_relu rows) + singleGateRNNGradients against torch.nn.RNN (nonlinearity tanh / relu). Target for those rows: within 1.5x of torch.
+rnn_relu rows) + singleGateRNNGradients against torch.nn.RNN (nonlinearity tanh / relu).
+Target for those rows: within 1.5x of torch.
 
 A training step is LSTM(training=True) followed by LSTMGradients (every gradient: source,
 recurrentWeight, inputWeight, bias, initState, initCell), compiled once into an Executable and
@@ -101,8 +102,9 @@ def bench(T, N, I, H, bi, repeat, torch, cell="lstm"):
     exe, shapes = build(T, N, I, H, bi, cell)
     vals = {k: (rng.standard_normal(v) * (0.1 if k != "dstate" else 1.0)).astype(np.float32)
             for k, v in shapes.items()}
-    if cell in ("rnn", "rnn_relu"):  # std 0.5/sqrt(H): a contracting tanh recurrence (with std 0.1 at H=256
-        # it is chaotic: float32 runs of torch and ours both leave float64 by 0.3% in dx)
+    if cell in ("rnn", "rnn_relu"):  # std 0.5/sqrt(H): a contracting recurrence (with std
+        # 0.1 at H=256 the tanh one is chaotic: float32 runs of torch and ours both leave
+        # float64 by 0.3% in dx)
         vals["recurrentWeight"] *= np.float32(5.0 / np.sqrt(H))
     inputs = [vals[t.operation.name] for t in exe.feedTensors]
     ours = timeit(lambda: exe.run(inputs), repeat)

@@ -91,15 +91,14 @@ from .lstm_seq_fwd import (
     grid_wait,
     launch,
     masked_if,
-    prefetch,
     precision,
+    prefetch,
     program_tile,
     r_lo,
     rmma,
     split_r,
     step_time,
 )
-
 
 # ----------------------------------------------------------------------------------------------
 # jit helpers
@@ -497,7 +496,6 @@ def _bwd_kernel(
                 s_hft, s_qt, s_mt, tile_s, tile_z, tile_hf, tile_h0, tile_q, tile_m, m2, H,
                 GATES, BZ, BR, RESET_AFTER, HAS_H0, HAS_MASK, REV, BIDIR)
         ab = da_ptr + t * s_dat + tile_a
-        zb = z_ptr + t * s_zt + tile_z
         if (phases & 1) != 0:  # phase A
             dh = carry + ds
             if j > 0:  # the recurrent carry of t_next
