@@ -270,15 +270,19 @@ def test_gpu_shapes(shape, kind, dtype):
         _check(ref, ours, tol=8e-2, max_bad=1e-3)
 
 
+@pytest.mark.parametrize("sync", [True, False] if CUDA else [True])
 @pytest.mark.parametrize("name", ["default", "resetAfter_b2", "flip_rgf_mask", "bi_mask_noW",
                                   "rnn_hard_bi_mask", "ra_mask_rev"])
-def test_persistent_launch(name, monkeypatch, poison):
-    """The persistent launch (SYNC: all steps and phases in one launch, grid barriers) runs
-    under the interpreter too when each direction has one program (its barriers then wait for
-    nobody else): the same results as the per-step launches."""
+def test_launch_modes(name, sync, monkeypatch, poison):
+    """sync=True: the persistent launch (all steps and phases in one launch, grid barriers),
+    which runs under the interpreter too when each direction has one program (its barriers
+    then wait for nobody else); sync=False (CUDA): one launch per step and phase, as under the
+    interpreter. Both against the oracle."""
     import functools
 
     fwd, bwd = gru_seq.forward_sequence, gru_seq.backward_sequence
-    monkeypatch.setattr(gru_seq, "forward_sequence", functools.partial(fwd, sync=True))
-    monkeypatch.setattr(gru_seq, "backward_sequence", functools.partial(bwd, sync=True))
+    monkeypatch.setattr(gru_seq, "forward_sequence", functools.partial(fwd, sync=sync))
+    monkeypatch.setattr(gru_seq, "backward_sequence", functools.partial(bwd, sync=sync))
     _check(*_run(CASES[name]), tol=2e-5)
+    if CUDA:  # several programs per direction (the interpreter's persistent launch takes one)
+        _check(*_run(replace(CASES[name], H=40, N=20)), tol=2e-5)
