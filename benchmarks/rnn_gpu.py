@@ -23,7 +23,9 @@ before timing (`verified`). Contenders:
   CUDA graph (device-only);
 - JAX: jax.jit of the vjp of a lax.scan (host-inclusive); skipped when JAX is not importable;
 - our LSTM graph: our LSTM training step at the same shape (benchmarks/lstm_gpu.py's case),
-  device-only; "LSTM/ours" > 1 means our GRU / RNN step is faster than our LSTM step.
+  device-only; "LSTM/ours" > 1 means our GRU / RNN step is faster than our LSTM step;
+- our torch path: ours with MPSGRAPH_GRU_KERNEL=torch (the per-step torch fallback),
+  device-only (--no-torch-path skips it).
 
 Precisions: float32 (TF32 off everywhere) and bfloat16. Ratios are peer / ours (> 1: ours
 faster). MPSGRAPH_GRU_KERNEL=torch runs our per-step torch path instead (to compare).
@@ -233,7 +235,7 @@ def lstm_graph(bench, shape, dtname, mdev) -> G.Cell:
         return G.Cell(text=f"error: {G.short(e)}")
 
 
-def row(bench, J, kind, shape, dtname, mdev, lstm_cells: dict) -> dict:
+def row(bench, J, kind, shape, dtname, mdev, lstm_cells: dict, torch_path: bool) -> dict:
     T, N, I, H, bi = shape
     case = GatedCase(kind, T, N, I, H, bi, dtname, bench.device)
     name = f"{case.label()} {dtname}"
@@ -276,6 +278,12 @@ def row(bench, J, kind, shape, dtname, mdev, lstm_cells: dict) -> dict:
     cells["ours"].method = way
     if bench.cuda:
         cells["ours_graph"] = graph_of_ours(bench, compile_fn, inputs)
+        if torch_path:  # our per-step torch path (MPSGRAPH_GRU_KERNEL=torch), device-only
+            os.environ["MPSGRAPH_GRU_KERNEL"] = "torch"
+            try:
+                cells["ours_torch"] = graph_of_ours(bench, compile_fn, inputs)
+            finally:
+                del os.environ["MPSGRAPH_GRU_KERNEL"]
     if J.ok:
         try:
             timed, call = jax_step(J, case)
@@ -304,8 +312,8 @@ def show(rows, cuda: bool) -> None:
     print("## GRU / single-gate RNN training step: ours vs cuDNN vs JAX (and our LSTM)\n")
     print("| case | ours eager ms | cuDNN eager ms | cuDNN eager/ours eager | ours graph ms "
           "| cuDNN graph ms | cuDNN graph/ours graph | JAX ms | JAX/ours eager "
-          "| our LSTM ms | LSTM/ours | verified |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| our LSTM ms | LSTM/ours | our torch-path graph ms | torch-path/ours | verified |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r['name']} | {c(r, 'ours').show()} | {c(r, 'cudnn').show()} "
               f"| {G.ratio(c(r, 'cudnn'), c(r, 'ours'))} | {c(r, 'ours_graph').show()} "
@@ -313,7 +321,8 @@ def show(rows, cuda: bool) -> None:
               f"| {G.ratio(c(r, 'cudnn_graph'), c(r, 'ours_graph'))} "
               f"| {c(r, 'jax').show()} | {G.ratio(c(r, 'jax'), c(r, 'ours'))} "
               f"| {c(r, 'lstm').show()} | {G.ratio(c(r, 'lstm'), c(r, ours_dev))} "
-              f"| {r['verified']} |")
+              f"| {c(r, 'ours_torch').show()} "
+              f"| {G.ratio(c(r, 'ours_torch'), c(r, 'ours_graph'))} | {r['verified']} |")
     print()
 
 
@@ -329,6 +338,8 @@ def main(argv=None) -> int:
                     help="comma list of indices into the five shapes (default: all)")
     ap.add_argument("--no-jax", action="store_true", help="skip the JAX column")
     ap.add_argument("--no-lstm", action="store_true", help="skip our LSTM column")
+    ap.add_argument("--no-torch-path", action="store_true",
+                    help="skip the column of our per-step torch path")
     args = ap.parse_args(argv)
     smoke = args.cpu_smoke
     if smoke:
@@ -362,7 +373,8 @@ def main(argv=None) -> int:
         for p in precisions:
             for kind in kinds:
                 cache = lstm_cells if lstm_cells is not None else {(shape, p): G.Cell(text="-")}
-                rows.append(row(bench, J, kind, shape, p, mdev, cache))
+                rows.append(row(bench, J, kind, shape, p, mdev, cache,
+                                not args.no_torch_path))
                 r = rows[-1]
                 print("  row: " + r["name"] + " | " + " | ".join(
                     f"{k} {c.show()}" for k, c in r["cells"].items()), file=sys.stderr,
