@@ -286,3 +286,16 @@ def test_launch_modes(name, sync, monkeypatch, poison):
     _check(*_run(CASES[name]), tol=2e-5)
     if CUDA:  # several programs per direction (the interpreter's persistent launch takes one)
         _check(*_run(replace(CASES[name], H=40, N=20)), tol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["default", "ra_b2_bi", "rnn_tanh"])
+def test_tf32_opt_in(name, poison):
+    """torch.backends.cuda.matmul.allow_tf32 (what allow_tf32=True sets) selects TF32 dots for
+    float32: results within TF32's rounding (exact products under the interpreter)."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert gru_seq.precision(torch.float32, gru_fused._tf32(), 5) == "tf32"
+        _check(*_run(CASES[name]), tol=5e-3)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
