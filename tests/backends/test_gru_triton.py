@@ -130,9 +130,15 @@ def poison(monkeypatch):
     monkeypatch.setattr(torch, "empty", empty)
 
 
+_ORACLE: dict = {}  # (case, seed) -> oracle results (the GPU shapes reuse them per dtype)
+
+
 def _run(c: Case, dtype=torch.float32, seed=0):
     v = _inputs(c, seed)
-    st, zs, g = _oracle(c, v)
+    if (c, seed) not in _ORACLE:
+        _ORACLE.clear()  # (one at a time: the large shapes' results are big)
+        _ORACLE[(c, seed)] = _oracle(c, v)
+    st, zs, g = _ORACLE[(c, seed)]
     T_ = lambda a: None if a is None else torch.tensor(a, dtype=dtype, device=DEVICE)  # noqa
     a = c.attrs()
     out = gru_fused.forward(T_(v["x"]), T_(v["R"]), T_(v["W"]), T_(v["b"]), T_(v["h0"]),
@@ -257,7 +263,10 @@ GPU_SHAPES = [(100, 64, 256, 256, "fwd"), (50, 8, 128, 128, "fwd"),
 @pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s[:4])) + s[4])
 def test_gpu_shapes(shape, kind, dtype):
     T, N, I, H, dirs = shape
-    c = Case(T=T, N=N, I=I, H=H, dirs=dirs, gates=1 if kind.startswith("rnn") else 3,
+    # without inputWeight (source = x'): the oracle's dx / dW are unblocked einsums, minutes
+    # at these sizes; the projection GEMMs are checked by the small cases and rnn_gpu.py
+    del I
+    c = Case(T=T, N=N, H=H, dirs=dirs, W=False, gates=1 if kind.startswith("rnn") else 3,
              acts=(2,) if kind == "rnn_tanh" else (1,) if kind == "rnn_relu" else (3, 3, 2),
              ra=kind == "gru_ra", b2=kind == "gru_ra", rgf=kind == "gru_ra")
     if kind == "rnn_relu":
