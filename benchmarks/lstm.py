@@ -1,12 +1,14 @@
 """Benchmark: an LSTM / GRU / single-gate RNN training step on mpsgraph's NumPy backend vs
 PyTorch CPU, same data.
 
-    python benchmarks/lstm.py [--repeat 10] [--quick] [--memory] [--cell lstm|gru|rnn|all]
+    python benchmarks/lstm.py [--repeat 10] [--quick] [--memory]
+                              [--cell lstm|gru|rnn|rnn_relu|all]
 
 GRU / RNN rows (issue 19): GRU(training=True) with the torch.nn.GRU conventions
 (resetGateFirst, resetAfter, secondaryBias; SPEC 4.2) followed by GRUGradients (every
-gradient), against torch.nn.GRU forward + backward; singleGateRNN(tanh) + singleGateRNNGradients
-against torch.nn.RNN. Target for those rows: within 1.5x of torch.
+gradient), against torch.nn.GRU forward + backward; singleGateRNN(tanh; relu for the
+rnn_relu rows) + singleGateRNNGradients against torch.nn.RNN (nonlinearity tanh / relu).
+Target for those rows: within 1.5x of torch.
 
 A training step is LSTM(training=True) followed by LSTMGradients (every gradient: source,
 recurrentWeight, inputWeight, bias, initState, initCell), compiled once into an Executable and
@@ -44,7 +46,7 @@ SHAPES = [  # (T, N, I, H, bidirectional)
 ]
 
 
-GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+GATES = {"lstm": 4, "gru": 3, "rnn": 1, "rnn_relu": 1}
 
 
 def build(T, N, I, H, bi, cell="lstm"):
@@ -73,8 +75,8 @@ def build(T, N, I, H, bi, cell="lstm"):
         grads = g.GRUGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, state,
                                descriptor=d, **opt)
     else:
-        d = mg.SingleGateRNNDescriptor(bidirectional=bi, training=True,
-                                       activation=mg.RNNActivation.tanh)
+        act = mg.RNNActivation.relu if cell == "rnn_relu" else mg.RNNActivation.tanh
+        d = mg.SingleGateRNNDescriptor(bidirectional=bi, training=True, activation=act)
         state, z = g.singleGateRNN(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
         grads = g.singleGateRNNGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z,
                                          descriptor=d, **opt)
@@ -100,14 +102,18 @@ def bench(T, N, I, H, bi, repeat, torch, cell="lstm"):
     exe, shapes = build(T, N, I, H, bi, cell)
     vals = {k: (rng.standard_normal(v) * (0.1 if k != "dstate" else 1.0)).astype(np.float32)
             for k, v in shapes.items()}
-    if cell == "rnn":  # std 0.5/sqrt(H): a contracting tanh recurrence (with std 0.1 at H=256
-        # it is chaotic: float32 runs of torch and ours both leave float64 by 0.3% in dx)
+    if cell in ("rnn", "rnn_relu"):  # std 0.5/sqrt(H): a contracting recurrence (with std
+        # 0.1 at H=256 the tanh one is chaotic: float32 runs of torch and ours both leave
+        # float64 by 0.3% in dx)
         vals["recurrentWeight"] *= np.float32(5.0 / np.sqrt(H))
     inputs = [vals[t.operation.name] for t in exe.feedTensors]
     ours = timeit(lambda: exe.run(inputs), repeat)
 
-    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell]
-    m = cls(I, H, bidirectional=bi)
+    if cell == "rnn_relu":
+        m = torch.nn.RNN(I, H, nonlinearity="relu", bidirectional=bi)
+    else:
+        cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell]
+        m = cls(I, H, bidirectional=bi)
     sfx = ["", "_reverse"][:D]
     W, R, b = vals["inputWeight"], vals["recurrentWeight"].reshape(D, G, H), vals["bias"]
     with torch.no_grad():
@@ -167,7 +173,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--quick", action="store_true", help="only the first shape")
     p.add_argument("--memory", action="store_true", help="also the T=1000 peak-memory check")
-    p.add_argument("--cell", choices=("lstm", "gru", "rnn", "all"), default="all",
+    p.add_argument("--cell", choices=("lstm", "gru", "rnn", "rnn_relu", "all"), default="all",
                    help="which recurrent op (default all)")
     args = p.parse_args()
     import torch
@@ -189,7 +195,7 @@ def main() -> int:
     print("| op | T | N | I=H | directions | mpsgraph ms | torch ms | ratio (ours/torch) | "
           "target | met |")
     print("|---|---|---|---|---|---:|---:|---:|---|---|")
-    cells = ("lstm", "gru", "rnn") if args.cell == "all" else (args.cell,)
+    cells = ("lstm", "gru", "rnn", "rnn_relu") if args.cell == "all" else (args.cell,)
     for cell in cells:
         target = 2.0 if cell == "lstm" else 1.5
         for T, N, I, H, bi in SHAPES[:1] if args.quick else SHAPES:

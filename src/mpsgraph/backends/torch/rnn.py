@@ -721,7 +721,11 @@ def _native_forward(x, R, W, b, h0, mask, b2, a):
 
 
 def _register_gated() -> None:
+    """The gated kernels: the fused Triton kernels first (backends/torch/gru_fused.py,
+    kernels/gru_seq.py; MPSGRAPH_GRU_KERNEL=torch turns them off), else cuDNN where
+    MPSGRAPH_RNN_NATIVE=1 and the options allow (inference), else the per-step torch path."""
     from .._gru_glue import gated_kernels
+    from . import gru_fused
 
     ks = gated_kernels(_gated_ops())
     for _name, _fn in ks.items():
@@ -729,14 +733,30 @@ def _register_gated() -> None:
 
     def GRU(x, R, W, b, h0, mask, b2, a):
         y = _native_forward(x, R, W, b, h0, mask, b2, a) if _native_enabled() else None
+        if y is None:
+            y = gru_fused.forward(x, R, W, b, h0, mask, b2, a)
         return ks["GRU"](x, R, W, b, h0, mask, b2, a) if y is None else y
 
     def singleGateRNN(x, R, W, b, h0, mask, a):
         y = _native_forward(x, R, W, b, h0, mask, None, a) if _native_enabled() else None
+        if y is None:
+            y = gru_fused.forward(x, R, W, b, h0, mask, None, a)
         return ks["singleGateRNN"](x, R, W, b, h0, mask, a) if y is None else y
+
+    def GRUGradients(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a):
+        g = gru_fused.backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
+        return ks["GRUGradients"](x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2,
+                                  a) if g is None else g
+
+    def singleGateRNNGradients(x, R, dstate, zs, dh_final, W, b, h0, mask, a):
+        g = gru_fused.backward(x, R, dstate, zs, None, dh_final, W, b, h0, mask, None, a)
+        return ks["singleGateRNNGradients"](x, R, dstate, zs, dh_final, W, b, h0, mask,
+                                            a) if g is None else g
 
     kernel("GRU")(GRU)
     kernel("singleGateRNN")(singleGateRNN)
+    kernel("GRUGradients")(GRUGradients)
+    kernel("singleGateRNNGradients")(singleGateRNNGradients)
 
 
 _register_gated()
