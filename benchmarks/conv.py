@@ -6,6 +6,7 @@ Run (from the repository root)::
     python benchmarks/conv.py --quick         # one shape only
     python benchmarks/conv.py --shape 3 -r 5  # shape number 3 (0-based) only, 5 timed runs
     python benchmarks/conv.py --repeat 20     # more timed runs per measurement
+    python benchmarks/conv.py --repeat 40 --numpy-repeat 5 --stat min   # on a busy machine
     python benchmarks/conv.py --torch-only    # only the PyTorch half (no mpsgraph needed)
 
 For every case (shape x layout) it times three ops on the same float32 data, in one process:
@@ -15,11 +16,13 @@ For every case (shape x layout) it times three ops on the same float32 data, in 
 same compiled executable of the default ``cpu`` device (the NumPy backend): once NumPy-only
 (``MPSGRAPH_CPU_ACCEL=0``, what an install without PyTorch runs) and once as the default device
 runs when PyTorch is installed (its convolutions on oneDNN through
-``backends/numpy/conv_accel.py``). Inputs are prepared outside the timed region (NHWC rows use
-``torch.channels_last`` tensors on the torch side and NHWC/HWIO arrays with an NHWC/HWIO
-descriptor on the mpsgraph side); each measurement is the median of ``--repeat`` (10 by
-default) ``time.perf_counter`` runs after warm-up, the three contenders taking turns within each
-round (so that load from other processes falls on all of them alike). Once per case every
+``backends/numpy/conv_accel.py``). Inputs are prepared outside the timed region, and both sides
+read the same memory (NHWC rows: mpsgraph gets the NHWC arrays with an NHWC/HWIO descriptor,
+torch the same buffers as ``channels_last`` tensors, and channels-last weights). Each
+measurement is the median of ``--repeat`` (10 by default) ``time.perf_counter`` runs after
+warm-up (``--stat min`` reports the fastest run instead: the steadier figure on a busy
+machine); the NumPy-only runs come first, on their own, then the default device and torch take
+turns run by run (so that load from other processes falls on both alike). Once per case every
 result is compared with torch's (``np.testing.assert_allclose`` at float32 tolerance, and torch
 against a float64 torch run) so that the comparison is honest.
 
@@ -297,6 +300,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-r", "--repeat", type=int, default=10,
                     help="timed runs per measurement (10)")
+    ap.add_argument("--numpy-repeat", type=int, default=None,
+                    help="timed runs of the NumPy-only path (default: --repeat)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs first (2)")
     ap.add_argument("--quick", action="store_true", help="only the first shape")
     ap.add_argument("--shape", type=int, action="append",
@@ -363,8 +368,13 @@ def main(argv=None) -> int:
                     m_out = np.asarray(run()[0].numpy())
                     _check(f"mpsgraph ({name}) vs torch {case.label()} {layout} {op}", m_out,
                            t_out)
-                n_ms, d_ms, t_ms = median_ms([runs["numpy"], runs["default"], t_run],
-                                             args.repeat, args.warmup, stat)
+                # NumPy-only on its own first: OpenBLAS's idle threads poll for a while after
+                # each GEMM, which can take a core from oneDNN's threads in a shared round
+                (n_ms,) = median_ms([runs["numpy"]], args.numpy_repeat or args.repeat,
+                                    args.warmup, stat)
+                time.sleep(0.2)  # (OpenBLAS's threads go to sleep)
+                d_ms, t_ms = median_ms([runs["default"], t_run], args.repeat, args.warmup,
+                                       stat)
                 rows.append((case.label(), layout, op, n_ms, d_ms, t_ms))
                 print(f"  done: {case.label()} {layout} {op}", file=sys.stderr, flush=True)
 
@@ -382,7 +392,8 @@ def main(argv=None) -> int:
             worst[op] = max(worst.get(op, (0, 0)), (rd, rn))
         print(f"| {label} | {layout} | {op} | {n_ms:.2f} | {d_ms:.2f} | {t_ms:.2f} | {rn:.2f} "
               f"| {rd:.2f} | {within} |")
-    print(f"\n{args.stat} of {args.repeat} runs after {args.warmup} warm-up runs; "
+    print(f"\n{args.stat} of {args.repeat} runs (NumPy-only: "
+          f"{args.numpy_repeat or args.repeat}) after {args.warmup} warm-up runs; "
           f"float32; padding k//2 explicit; results verified (rtol {RTOL:g}).")
     for op, (rd, _) in sorted(worst.items()):
         print(f"worst default/torch on {op}: {rd:.2f}")

@@ -145,10 +145,14 @@ def data_gradient(dy: np.ndarray, w: np.ndarray, x_shape: Sequence[int], stride,
                           for i, n in enumerate(x_shape[2:]))]
     fmt = (torch.channels_last if nd == 2 else torch.channels_last_3d) \
         if channels_last and nd in (2, 3) else None
-    if fmt is not None:  # oneDNN picks the result's memory format from the weights'
-        wt = wt.contiguous(memory_format=fmt)
+    if fmt is not None:
+        # oneDNN picks the result's memory format from the source's or the weights': a
+        # channels-last placeholder source (allocated, never written) asks for it without
+        # a channels-last copy of the weights (as large as the data on deep layers)
         dyt = dyt.contiguous(memory_format=fmt)
-    dummy = dyt.new_empty(1).expand(xs)  # only its shape is read
+        dummy = torch.empty(xs, dtype=dyt.dtype, memory_format=fmt)
+    else:
+        dummy = dyt.new_empty(1).expand(xs)  # only its shape is read
     dx = torch.ops.aten.convolution_backward(dyt, dummy, wt, None, list(stride), sym,
                                              list(dilation), False, [0] * nd, groups,
                                              [True, False, False])[0]
