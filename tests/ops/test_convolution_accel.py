@@ -92,6 +92,8 @@ CASES_2D = {
                    (1, 1, 1, 1)),
     "size1": ("explicit", "NHWC", "OIHW", (1, 2), (1, 1), 1, 1, 1, 1, (1, 5), (1, 3),
               (0, 0, 1, 1)),
+    "deep-hwio": ("explicit", "NHWC", "HWIO", (1, 1), (2, 1), 1, 8, 6, 1, (5, 4), (3, 3),
+                  (2, 2, 1, 1)),  # weights outweigh dy: the flipped-kernel data gradient
     "pointwise": ("explicit", "NCHW", "OIHW", (1, 1), (1, 1), 2, 4, 6, 2, (5, 4), (1, 1),
                   (0, 0, 0, 0)),
 }

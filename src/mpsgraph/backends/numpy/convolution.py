@@ -86,6 +86,18 @@ def _accel(op: str, first: np.ndarray, second: np.ndarray, a: Conv2DAttrs, dtype
         y = conv_accel.forward(nchw(first), oihw(second), a.stride, a.dilation, pads, a.groups,
                                nchw_shape(a.out_shape)[2:])
         perm = (0, 2, 3, 1) if nhwc else None
+    elif op == "data" and _hwio_flip_ok(first, second, a):
+        # deep HWIO layers: the data gradient as a forward correlation of dy with the flipped
+        # kernel, I and O swapped; its channels-last weights [I, kH, kW, O] are a copy of
+        # O-long runs of the HWIO array (a cheap block copy), not a transposition
+        kh, kw = second.shape[:2]
+        (ry, rx) = a.dilation
+        wf = second[::-1, ::-1].transpose(2, 0, 1, 3)  # [I, kH, kW, O]
+        y = conv_accel.forward(nchw(first), np.ascontiguousarray(wf).transpose(0, 3, 1, 2),
+                               (1, 1), a.dilation,
+                               ((ry * (kh - 1) - a.pads[0],) * 2, (rx * (kw - 1) - a.pads[2],) * 2),
+                               1, nchw_shape(a.out_shape)[2:])
+        perm = (0, 2, 3, 1)
     elif op == "data":
         y = conv_accel.data_gradient(nchw(first), oihw(second), nchw_shape(a.out_shape),
                                      a.stride, a.dilation, pads, a.groups, nhwc)
@@ -106,6 +118,16 @@ def _accel(op: str, first: np.ndarray, second: np.ndarray, a: Conv2DAttrs, dtype
     if perm is not None:
         y = y.transpose(perm)
     return y if y.dtype == dtype and is_canonical(y) else _finish(y, None, dtype)
+
+
+def _hwio_flip_ok(dy: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> bool:
+    """The data gradient of a stride-1, one-group NHWC/HWIO convolution with symmetric
+    paddings no wider than the dilated kernel, whose weights outweigh the incoming gradient."""
+    if not (a.data_layout == L.NHWC and a.weights_layout == L.HWIO and a.groups == 1
+            and a.stride == (1, 1) and w.size >= dy.size):
+        return False
+    (pt, pb, pl, pr), (ry, rx) = a.pads, a.dilation
+    return pt == pb <= ry * (w.shape[0] - 1) and pl == pr <= rx * (w.shape[1] - 1)
 
 
 def _padded(x_nhwc: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
