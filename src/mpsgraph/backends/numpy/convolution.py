@@ -19,6 +19,10 @@ _COL_BYTES (a 64 MiB default). Depthwise convolution (one input channel per grou
 GEMM: it is one einsum over zero-copy, overlapping views of the taps. The only Python loops are
 over the kernel taps (and batch chunks of a large im2col). float16/bFloat16 are computed in
 float32 and rounded once at the end.
+
+Where PyTorch is installed, float32 work (float16 / bFloat16 included) runs on its CPU
+convolutions instead (conv_accel.py: oneDNN on the same memory, 1.5-4x faster on the
+gradients); `MPSGRAPH_CPU_ACCEL=0` keeps every op on the kernels below.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...ops.convolution import Conv2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import is_canonical, kernel
+from . import conv_accel, is_canonical, kernel
 
 _F32 = np.dtype(np.float32)
 
@@ -60,6 +64,70 @@ def _degenerate(a: Conv2DAttrs, *arrays: np.ndarray) -> bool:
     """An empty operand or result: the one early path of every op of the family. All three are
     sums of products over the taps, so the result is zeros (an empty sum), of its own shape."""
     return 0 in a.out_shape or any(t.size == 0 for t in arrays)
+
+
+def _accel(op: str, first: np.ndarray, second: np.ndarray, a: Conv2DAttrs, dtype: np.dtype
+           ) -> np.ndarray | None:
+    """`op` (forward, data, weights) through conv_accel, in the user's layouts and `dtype`;
+    None when the accelerator does not take it (then the NumPy kernels run)."""
+    nhwc = a.data_layout == L.NHWC
+
+    def nchw(t: np.ndarray) -> np.ndarray:
+        return t.transpose(0, 3, 1, 2) if nhwc else t
+
+    def oihw(t):
+        return t.transpose(3, 2, 0, 1) if a.weights_layout == L.HWIO else t
+
+    def nchw_shape(s):
+        return (s[0], s[3], s[1], s[2]) if nhwc else tuple(s)
+
+    pads = ((a.pads[0], a.pads[1]), (a.pads[2], a.pads[3]))
+    if op == "forward":
+        y = conv_accel.forward(nchw(first), oihw(second), a.stride, a.dilation, pads, a.groups,
+                               nchw_shape(a.out_shape)[2:])
+        perm = (0, 2, 3, 1) if nhwc else None
+    elif op == "data" and _hwio_flip_ok(first, second, a):
+        # deep HWIO layers: the data gradient as a forward correlation of dy with the flipped
+        # kernel, I and O swapped; its channels-last weights [I, kH, kW, O] are a copy of
+        # O-long runs of the HWIO array (a cheap block copy), not a transposition
+        kh, kw = second.shape[:2]
+        (ry, rx) = a.dilation
+        wf = second[::-1, ::-1].transpose(2, 0, 1, 3)  # [I, kH, kW, O]
+        y = conv_accel.forward(nchw(first), np.ascontiguousarray(wf).transpose(0, 3, 1, 2),
+                               (1, 1), a.dilation,
+                               ((ry * (kh - 1) - a.pads[0],) * 2, (rx * (kw - 1) - a.pads[2],) * 2),
+                               1, nchw_shape(a.out_shape)[2:])
+        perm = (0, 2, 3, 1)
+    elif op == "data":
+        y = conv_accel.data_gradient(nchw(first), oihw(second), nchw_shape(a.out_shape),
+                                     a.stride, a.dilation, pads, a.groups, nhwc)
+        perm = (0, 2, 3, 1) if nhwc else None
+    else:
+        s = a.out_shape
+        if a.weights_layout == L.HWIO and int(np.prod(s)) >= second.size:
+            # torch returns weights with O outermost, so HWIO costs a transposition of the
+            # result; when the weights outweigh the source (deep layers: 4x512x7x7 -> 512,
+            # 3x3), NumPy's GEMM, which yields HWIO as it goes, is the faster (0.7x vs 1.6x)
+            return None
+        w_shape = (s[3], s[2], s[0], s[1]) if a.weights_layout == L.HWIO else s
+        y = conv_accel.weights_gradient(nchw(first), nchw(second), w_shape, a.stride,
+                                        a.dilation, pads, a.groups)
+        perm = (2, 3, 1, 0) if a.weights_layout == L.HWIO else None
+    if y is None:
+        return None
+    if perm is not None:
+        y = y.transpose(perm)
+    return y if y.dtype == dtype and is_canonical(y) else _finish(y, None, dtype)
+
+
+def _hwio_flip_ok(dy: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> bool:
+    """The data gradient of a stride-1, one-group NHWC/HWIO convolution with symmetric
+    paddings no wider than the dilated kernel, whose weights outweigh the incoming gradient."""
+    if not (a.data_layout == L.NHWC and a.weights_layout == L.HWIO and a.groups == 1
+            and a.stride == (1, 1) and w.size >= dy.size):
+        return False
+    (pt, pb, pl, pr), (ry, rx) = a.pads, a.dilation
+    return pt == pb <= ry * (w.shape[0] - 1) and pl == pr <= rx * (w.shape[1] - 1)
 
 
 def _padded(x_nhwc: np.ndarray, a: Conv2DAttrs, wd: np.dtype) -> np.ndarray:
@@ -186,6 +254,8 @@ def convolution2D(x: np.ndarray, w: np.ndarray, a: Conv2DAttrs) -> np.ndarray:
     if _degenerate(a, x, w):
         return np.zeros(a.out_shape, x.dtype)
     wd = _work_dtype(x.dtype)
+    if conv_accel.usable(wd) and (y := _accel("forward", x, w, a, x.dtype)) is not None:
+        return y
     if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
         n, c, h, wdt = x.shape
         x4 = np.asarray(x, dtype=wd).reshape(n, a.groups, c // a.groups, h * wdt)
@@ -217,6 +287,8 @@ def convolution2DDataGradient(dy: np.ndarray, w: np.ndarray, shape_tensor: np.nd
     if _degenerate(a, dy, w):
         return np.zeros(a.out_shape, dy.dtype)
     wd = _work_dtype(dy.dtype)
+    if conv_accel.usable(wd) and (dx := _accel("data", dy, w, a, dy.dtype)) is not None:
+        return dx
     if _nchw_pointwise(a, *_hwio(w, a.weights_layout).shape[:2]):
         n, o, h, wdt = dy.shape
         dy4 = np.asarray(dy, dtype=wd).reshape(n, a.groups, o // a.groups, h * wdt)
@@ -287,8 +359,10 @@ def convolution2DWeightsGradient(dy: np.ndarray, x: np.ndarray,
                                  shape_tensor: np.ndarray | None, a: Conv2DAttrs) -> np.ndarray:
     if _degenerate(a, dy, x):
         return np.zeros(a.out_shape, dy.dtype)
-    dy_nhwc, x_nhwc = _nhwc(dy, a.data_layout), _nhwc(x, a.data_layout)
     wd = _work_dtype(dy.dtype)
+    if conv_accel.usable(wd) and (dw := _accel("weights", dy, x, a, dy.dtype)) is not None:
+        return dw
+    dy_nhwc, x_nhwc = _nhwc(dy, a.data_layout), _nhwc(x, a.data_layout)
     n, ho, wo, o = dy_nhwc.shape
     g = a.groups
     og = o // g
@@ -456,6 +530,12 @@ def _nd_data_grad(dyc: np.ndarray, wc: np.ndarray, a: ConvNDAttrs, wd) -> np.nda
                                             zip(a.pads, s_in)))]
 
 
+def _nd_channels_last(c: np.ndarray) -> bool:
+    """A canonical [B, C, *S] view whose channels are the fastest axis (a channels-last user
+    layout): the accelerator then returns its data gradient channels-last too."""
+    return c.ndim > 2 and c.shape[1] > 1 and c.strides[1] == c.itemsize
+
+
 def _nd_finish(yc: np.ndarray, perm, out_shape, dtype) -> np.ndarray:
     y = from_canonical_array(yc, perm, out_shape)
     out = np.empty(y.shape, dtype)
@@ -483,6 +563,10 @@ def _nd_fwd_kernel(x, w, a: ConvNDAttrs):
     wd = _work_dtype(x.dtype)
     xc = to_canonical_array(x, a.data_perm, a.x_c)
     wc = to_canonical_array(w, a.weights_perm, a.w_c)
+    if conv_accel.usable(wd):
+        y = conv_accel.forward(xc, wc, a.stride, a.dilation, a.pads, a.groups, a.y_c[2:])
+        if y is not None:
+            return _nd_finish(y, a.data_perm, a.out_shape, x.dtype)
     return _nd_finish(_nd_forward(xc, wc, a, wd), a.data_perm, a.out_shape, x.dtype)
 
 
@@ -495,6 +579,11 @@ def _nd_dgrad_kernel(dy, w, shape_tensor, a: ConvNDAttrs):
     wd = _work_dtype(dy.dtype)
     dyc = to_canonical_array(dy, a.data_perm, a.y_c)
     wc = to_canonical_array(w, a.weights_perm, a.w_c)
+    if conv_accel.usable(wd):
+        dx = conv_accel.data_gradient(dyc, wc, a.x_c, a.stride, a.dilation, a.pads, a.groups,
+                                      _nd_channels_last(dyc))
+        if dx is not None:
+            return _nd_finish(dx, a.data_perm, a.out_shape, dy.dtype)
     return _nd_finish(_nd_data_grad(dyc, wc, a, wd), a.data_perm, a.out_shape, dy.dtype)
 
 
@@ -509,6 +598,10 @@ def _nd_wgrad_kernel(dy, x, shape_tensor, a: ConvNDAttrs):
     wd = _work_dtype(dy.dtype)
     dyc = to_canonical_array(dy, a.data_perm, a.y_c)
     xc = to_canonical_array(x, a.data_perm, a.x_c)
+    if conv_accel.usable(wd):
+        dw = conv_accel.weights_gradient(dyc, xc, a.w_c, a.stride, a.dilation, a.pads, a.groups)
+        if dw is not None:
+            return _nd_finish(dw, a.weights_perm, a.out_shape, dy.dtype)
     return _nd_finish(_nd_weights_grad(dyc, xc, a, wd), a.weights_perm, a.out_shape, dy.dtype)
 
 
