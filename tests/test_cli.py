@@ -19,7 +19,9 @@ def test_check_passes(capsys):
 
 
 def test_check_fails_on_a_wrong_kernel(monkeypatch, capsys):
-    from mpsgraph.backends.numpy import KERNELS
+    from mpsgraph.backends.numpy import KERNELS, Backend
+
+    Backend.for_device(None)  # the kernel families load with the backend
 
     good = KERNELS["convolution2DWeightsGradient"]
     monkeypatch.setitem(KERNELS, "convolution2DWeightsGradient",
@@ -42,7 +44,9 @@ def test_module_entry_point():
 
 
 def test_check_lstm_fails_on_a_wrong_gradient(monkeypatch, capsys):
-    from mpsgraph.backends.numpy import KERNELS
+    from mpsgraph.backends.numpy import KERNELS, Backend
+
+    Backend.for_device(None)  # the kernel families load with the backend
 
     good = KERNELS["LSTMGradients"]
 
@@ -58,7 +62,9 @@ def test_check_lstm_fails_on_a_wrong_gradient(monkeypatch, capsys):
 
 
 def test_check_ops_fails_on_a_wrong_gradient_kernel(monkeypatch, capsys):
-    from mpsgraph.backends.numpy import KERNELS
+    from mpsgraph.backends.numpy import KERNELS, Backend
+
+    Backend.for_device(None)  # the kernel families load with the backend
 
     good = KERNELS["sigmoidGradient"]
     monkeypatch.setitem(KERNELS, "sigmoidGradient",
@@ -159,7 +165,9 @@ def test_unknown_suite(capsys):
 ])
 def test_check_new_suites_fail_on_a_wrong_kernel(monkeypatch, capsys, kernel, suite, row):
     """A kernel off by a little (floats x 1.001, the first integer + 1) makes its row FAIL."""
-    from mpsgraph.backends.numpy import KERNELS
+    from mpsgraph.backends.numpy import KERNELS, Backend
+
+    Backend.for_device(None)  # the kernel families load with the backend
 
     cli.main(["check", "--device", "cpu", "--suite", suite])  # every kernel registered
     capsys.readouterr()

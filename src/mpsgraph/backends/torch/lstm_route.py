@@ -204,8 +204,12 @@ def key(x, R, W, b, h0, c0, mask, peephole, *, reverse, bidirectional, forget_ga
     T, N = x.shape[0], x.shape[1]
     H = R.shape[-1]
     tf32 = x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32)
+    # T enters as its power-of-two bucket: the paths' relative speed is a per-step matter, and
+    # variable-length batches then tune once per bucket, not once per length (a cached choice
+    # that cannot run this T is retuned: `autotune.choose`)
+    tb = 1 << max(int(T) - 1, 0).bit_length()
     return autotune.key_string(
-        "LSTM", [T, N, x.shape[2], H], x.dtype,
+        "LSTM", [tb, N, x.shape[2], H], x.dtype,
         dict(bidirectional=bidirectional, reverse=reverse, forget_gate_last=forget_gate_last,
              activations=[int(a) for a in activations], W=W is not None, b=b is not None,
              h0=h0 is not None, c0=c0 is not None,
