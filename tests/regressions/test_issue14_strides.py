@@ -178,3 +178,33 @@ def test_odd_size1_strides_every_op(device, rng):
         want_dw = ref.conv2d_weights_grad_ref(np.ones(ref.conv2d_ref(x, w).shape), x,
                                               (1, 1, 2, 3))
         np.testing.assert_allclose(r, want_dw, rtol=1e-5, atol=1e-5)
+
+
+def test_stepped_one_channel_gradients(device, rng):
+    # the same ambiguous operands (one channel, strides not the contiguous ones) reaching the
+    # gradients: an NHWC dy [3, 7, 3, 1] given as big[::3] for the data gradient, and the
+    # source x [3, 7, 8, 1] given as big[::3] for the weights gradient. The CPU accelerator of
+    # the default device handed such views to oneDNN as they were (errors of 1e26 in the
+    # forward above); the gradients were right even then, and are pinned here
+    x = rng.standard_normal((9, 7, 8, 1)).astype(np.float32)[::3]
+    w = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    dy = rng.standard_normal((9, 7, 1, 1)).astype(np.float32)[::3]
+    d = mg.Convolution2DOpDescriptor(paddingStyle=P.TF_VALID, dataLayout=L.NHWC,
+                                     weightsLayout=L.HWIO, strideInX=3)
+    g = mg.Graph()
+    dyt = g.placeholder(list(dy.shape), mg.float32)
+    wt = g.placeholder(list(w.shape), mg.float32)
+    xt = g.placeholder(list(x.shape), mg.float32)
+    dx = g.convolution2DDataGradient(dyt, weights=wt, outputShape=list(x.shape),
+                                     forwardConvolutionDescriptor=d)
+    dw = g.convolution2DWeightsGradient(dyt, source=xt, outputShape=list(w.shape),
+                                        forwardConvolutionDescriptor=d)
+    out = g.run({dyt: dy, wt: w, xt: x}, [dx, dw], device=device)
+    # float64 references: dx[n, i, j*3 + q, 0] = dy[n, i, j, 0] * w[0, q, 0, 0] (q < 8, one
+    # output column: 8 columns of x, kernel width 8), dw[0, q, 0, 0] = sum dy * x[..., q, 0]
+    d64, w64, x64 = (a.astype(np.float64) for a in (dy, w, x))
+    want_dx = np.zeros(x.shape)
+    want_dx[:, :, :8, 0] = d64[:, :, 0, :1] * w64[0, :, 0, 0]
+    want_dw = np.einsum("nio,niq->q", d64[:, :, 0, :], x64[:, :, :8, 0]).reshape(w.shape)
+    np.testing.assert_allclose(out[dx].numpy(), want_dx, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[dw].numpy(), want_dw, rtol=1e-5, atol=1e-5)

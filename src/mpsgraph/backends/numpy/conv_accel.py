@@ -73,8 +73,34 @@ def _tensor(a: np.ndarray) -> Any:
     if not a.flags.writeable:  # read-only feeds: torch warns, but nothing here writes to them
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return torch.from_numpy(a)
-    return torch.from_numpy(a)
+            t = torch.from_numpy(a)
+    else:
+        t = torch.from_numpy(a)
+    return _exact_if_ambiguous(t)
+
+
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
+def _exact_if_ambiguous(t: Any) -> Any:
+    """A 4-D / 5-D operand with one channel or one pixel is both contiguous and channels-last,
+    and PyTorch's CPU convolution miscomputes some of them when their strides are not exactly
+    the contiguous ones (an NHWC [3, 7, 8, 1] view with HWIO [1, 8, 1, 1] weights: errors of
+    1e26; the torch backend's `_memory_format` has the same rule): such operands run as plain
+    contiguous tensors, copied to exactly those strides."""
+    if t.dim() not in (4, 5):
+        return t
+    spatial = 1
+    for n in t.shape[2:]:
+        spatial *= int(n)
+    if (t.shape[1] != 1 and spatial != 1) or t.stride() == _contiguous_strides(t.shape):
+        return t
+    return _torch.empty(tuple(t.shape), dtype=t.dtype).copy_(t)
 
 
 def _channels_last(t: Any) -> Any:
