@@ -341,6 +341,11 @@ class Jax:
 # Convolution
 
 
+def compiler(g, feeds, targets, device):
+    """`compile_fn(**options)` of graph `g`: what the graph columns recompile with options."""
+    return lambda **opts: g.compile(feeds=feeds, targetTensors=targets, device=device, **opts)
+
+
 class ConvCase:
     def __init__(self, shape, layout: str, dtname: str, device: torch.device, seed: int = 0):
         n, c, h, w, o, k, s, g = shape
@@ -419,10 +424,7 @@ class ConvCase:
                                                forwardConvolutionDescriptor=d, name="dw")
             inputs = [self.dy_l, self.x_l]
         feeds = {t: mg.ShapedType(list(v.shape), dt) for t, v in zip((a, b), inputs)}
-
-        def compile_fn(**opts):
-            return g.compile(feeds=feeds, targetTensors=[y], device=device, **opts)
-
+        compile_fn = compiler(g, feeds, [y], device)
         return compile_fn(**options), inputs, compile_fn
 
     # JAX ---------------------------------------------------------------------------------
@@ -452,25 +454,30 @@ class ConvCase:
         return (lambda: f(*args).block_until_ready()), (lambda: f(*args))
 
 
-def run_conv(bench: Bench, J: Jax, shapes, dtypes, device, mdev) -> list[dict]:
+def run_cases(bench: Bench, J: Jax, makers, mdev, tag: str = "") -> list[dict]:
+    """The three ops of each case `makers` builds (a case that cannot be set up is skipped with
+    its reason), one row each; the case's memory is freed before the next is built."""
     rows = []
-    for shape in shapes:
-        for layout in LAYOUTS:
-            for dtname in dtypes:
-                try:
-                    case = ConvCase(shape, layout, dtname, device)
-                except Exception as e:  # noqa: BLE001
-                    print(f"  case setup failed: {short(e, 300)}", file=sys.stderr)
-                    bench.cleanup()
-                    continue
-                rtol, atol = TOL[dtname]
-                for op in OPS:
-                    rows.append(conv_row(bench, J, case, op, mdev, rtol, atol))
-                    print(f"  done: conv {case.label()} {layout} {dtname} {op}",
-                          file=sys.stderr, flush=True)
-                del case
-                bench.cleanup()
+    for make in makers:
+        try:
+            case = make()
+        except Exception as e:  # noqa: BLE001
+            print(f"  case setup failed: {short(e, 300)}", file=sys.stderr)
+            bench.cleanup()
+            continue
+        rtol, atol = TOL[case.dtname]
+        for op in OPS:
+            rows.append(conv_row(bench, J, case, op, mdev, rtol, atol))
+            print(f"  done: {tag}{case.label()} {case.layout} {case.dtname} {op}",
+                  file=sys.stderr, flush=True)
+        del case
+        bench.cleanup()
     return rows
+
+
+def run_conv(bench: Bench, J: Jax, shapes, dtypes, device, mdev) -> list[dict]:
+    return run_cases(bench, J, (lambda s=s, l=l, d=d: ConvCase(s, l, d, device)
+                                for s in shapes for l in LAYOUTS for d in dtypes), mdev, "conv ")
 
 
 def conv_row(bench, J, case: ConvCase, op: str, mdev, rtol, atol) -> dict:
@@ -680,10 +687,7 @@ class ExtraConvCase:
                 y = getattr(g, name + "WeightsGradient")(a, b, outputShape=ws, **{dkw: d})
                 inputs = [self.dy_l, self.x_l]
         feeds = {t: mg.ShapedType(list(v.shape), dt) for t, v in zip((a, b), inputs)}
-
-        def compile_fn(**opts):
-            return g.compile(feeds=feeds, targetTensors=[y], device=device, **opts)
-
+        compile_fn = compiler(g, feeds, [y], device)
         return compile_fn(**options), inputs, compile_fn
 
 
@@ -692,24 +696,11 @@ EXTRA_CASES = [("conv3d", "NCDHW"), ("conv3d", "NDHWC"), ("transpose2d", "NCHW")
 
 
 def run_conv_extra(bench: Bench, dtypes, device, mdev, smoke: bool = False) -> list[dict]:
-    rows, no_jax = [], Jax.__new__(Jax)
+    no_jax = Jax.__new__(Jax)  # no JAX column for these rows
     no_jax.jax = None
-    for kind, layout in EXTRA_CASES:
-        for dtname in dtypes:
-            try:
-                case = ExtraConvCase(kind, layout, dtname, device, smoke=smoke)
-            except Exception as e:  # noqa: BLE001
-                print(f"  case setup failed: {short(e, 300)}", file=sys.stderr)
-                bench.cleanup()
-                continue
-            rtol, atol = TOL[dtname]
-            for op in OPS:
-                rows.append(conv_row(bench, no_jax, case, op, mdev, rtol, atol))
-                print(f"  done: {case.label()} {layout} {dtname} {op}", file=sys.stderr,
-                      flush=True)
-            del case
-            bench.cleanup()
-    return rows
+    return run_cases(bench, no_jax, (lambda k=k, l=l, d=d: ExtraConvCase(k, l, d, device,
+                                                                           smoke=smoke)
+                                     for k, l in EXTRA_CASES for d in dtypes), mdev)
 
 
 def print_conv_extra(rows) -> None:
