@@ -16,6 +16,8 @@ bounds, seeds and the Philox state, dropout's mask and gradient).
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -1870,26 +1872,29 @@ SUITES: dict[str, Callable[[Device, np.random.Generator], Iterator[Row]]] = {
 def run_check(device: Device, suites: list[str] | None = None, seed: int = 0,
               verbose: bool = False, out=print) -> int:
     """Run the sweeps, print the table; returns the process exit status (1 on any FAIL)."""
-    import os
-    import sys
-
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     # CUDA path choice by measurement (backends/torch/autotune.py) would time every candidate
     # path at each of the sweeps' many small shapes: the check runs the hand rules' paths
     # unless MPSGRAPH_AUTOTUNE is set (each candidate is verified by tests/backends/test_autotune)
-    tune = os.environ.setdefault("MPSGRAPH_AUTOTUNE", "0")
+    given = os.environ.get("MPSGRAPH_AUTOTUNE")
+    tune = given if given is not None else "0"
     out(f"mpsgraph check on Device({device.key!r}) (seed {seed})\n")
     if device.key.startswith("cuda"):
         out(f"CUDA paths: {'tuned by measurement' if tune == '1' else 'the hand rules'} "
             f"(MPSGRAPH_AUTOTUNE={tune})\n")
     rows: list[Row] = []
-    for name in suites or list(SUITES):
-        ts = time.perf_counter()
-        new = list(SUITES[name](device, rng))
-        rows.extend(new)
-        print(f"  {name}: {len(new)} rows, {sum(r.cases for r in new)} cases, "
-              f"{time.perf_counter() - ts:.1f} s", file=sys.stderr, flush=True)
+    os.environ["MPSGRAPH_AUTOTUNE"] = tune
+    try:
+        for name in suites or list(SUITES):
+            ts = time.perf_counter()
+            new = list(SUITES[name](device, rng))
+            rows.extend(new)
+            print(f"  {name}: {len(new)} rows, {sum(r.cases for r in new)} cases, "
+                  f"{time.perf_counter() - ts:.1f} s", file=sys.stderr, flush=True)
+    finally:  # the caller's process keeps its own setting
+        if given is None:
+            del os.environ["MPSGRAPH_AUTOTUNE"]
     wo = max(len(r.op) for r in rows)
     wd = max(len(r.options) for r in rows)
     out(f"| {'op':<{wo}} | {'options covered':<{wd}} | cases | max rel err |     tol | result |")
