@@ -32,7 +32,8 @@ from oracles import gru_f64 as O
 
 from ._common import cycle as _cycle
 from ._common import size as _size
-from .rnn import STATE_FORMS, TOL, _per_step, _state_shape, _to_state, _unbroadcast
+from .rnn import (CUDA_HALF_FWD_TOL, CUDA_HALF_GRAD_TOL, STATE_FORMS, TOL, _per_step,
+                  _state_shape, _to_state, _unbroadcast)
 
 A = mg.RNNActivation
 ACTS = (A.none, A.relu, A.tanh, A.sigmoid, A.hardSigmoid)
@@ -305,10 +306,14 @@ def _errors(gru, grad):
 
 
 _NOTES = "tests/oracles/gru_f64.py; every descriptor option and optional input"
+# the fused CUDA kernels (kernels/gru_seq.py) make the LSTM's documented half-type speed choice
+# (docs/semantics.md "Half-type LSTMs on CUDA"): the input projection in the half type, the
+# half-rounded state fed to the recurrent dots, dA stored in the half type. Seen on the H200:
+# bFloat16 forward 0.0037 beyond a 0.0011 + 1.6% bound, float16 gradient 0.0007 beyond 0.0002.
 for _name, _gru_op in (("GRU", True), ("singleGateRNN", False)):
     add(OpInfo(_name, build=_fwd_build, ref=_fwd_ref, samples=_fwd_samples(_gru_op),
                dtypes=FLOAT, differentiable=(0, 1), errors=_errors(_gru_op, False), tol=TOL,
-               notes=_NOTES))
+               device_tol=CUDA_HALF_FWD_TOL, notes=_NOTES))
     add(OpInfo(_name + "Gradients", build=_grad_build, ref=_grad_ref,
                samples=_grad_samples(_gru_op), dtypes=FLOAT, errors=_errors(_gru_op, True),
-               tol=TOL, nan=False, notes=_NOTES + "; zState / outputFwd of a float64 forward"))
+               tol=TOL, device_tol=CUDA_HALF_GRAD_TOL, nan=False, notes=_NOTES + "; zState / outputFwd of a float64 forward"))
