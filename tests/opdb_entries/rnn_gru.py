@@ -32,8 +32,16 @@ from oracles import gru_f64 as O
 
 from ._common import cycle as _cycle
 from ._common import size as _size
-from .rnn import (CUDA_HALF_FWD_TOL, CUDA_HALF_GRAD_TOL, STATE_FORMS, TOL, _per_step,
-                  _state_shape, _to_state, _unbroadcast)
+from .rnn import (
+    CUDA_HALF_FWD_TOL,
+    CUDA_HALF_GRAD_TOL,
+    STATE_FORMS,
+    TOL,
+    _per_step,
+    _state_shape,
+    _to_state,
+    _unbroadcast,
+)
 
 A = mg.RNNActivation
 ACTS = (A.none, A.relu, A.tanh, A.sigmoid, A.hardSigmoid)
@@ -316,4 +324,5 @@ for _name, _gru_op in (("GRU", True), ("singleGateRNN", False)):
                device_tol=CUDA_HALF_FWD_TOL, notes=_NOTES))
     add(OpInfo(_name + "Gradients", build=_grad_build, ref=_grad_ref,
                samples=_grad_samples(_gru_op), dtypes=FLOAT, errors=_errors(_gru_op, True),
-               tol=TOL, device_tol=CUDA_HALF_GRAD_TOL, nan=False, notes=_NOTES + "; zState / outputFwd of a float64 forward"))
+               tol=TOL, device_tol=CUDA_HALF_GRAD_TOL, nan=False,
+               notes=_NOTES + "; zState / outputFwd of a float64 forward"))
