@@ -70,3 +70,71 @@ def test_nhwc_hwio_convolutions_with_the_triton_transpose(monkeypatch, k):
     for t in outs:
         np.testing.assert_allclose(got[t].numpy(), want[t].numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(got[t].numpy(), ref[t].numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,pads", [((3, 3), (1, 1, 1, 1)), ((2, 1), (0, 1, 0, 0))])
+def test_cudnn_tt_path_equals_cudnn_path(monkeypatch, k, pads):
+    """The tuner's "cudnn_tt" candidate (the same convolution with the Triton weight transpose)
+    gives the numbers of the "cudnn" path for all three ops (NHWC data, HWIO weights, an
+    asymmetric padding too), and really runs the kernel (one transpose each); "cudnn" itself
+    does not. On the CPU through the interpreter."""
+    from mpsgraph.backends.torch import convolution as C
+    from mpsgraph.ops.convolution import Conv2DAttrs
+
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.delenv("MPSGRAPH_TRITON_TRANSPOSE", raising=False)
+    calls = []
+    real = transpose.transpose_2d
+    monkeypatch.setattr(transpose, "transpose_2d",
+                        lambda *a, **kw: (calls.append(1), real(*a, **kw))[1])
+    L = mg.TensorNamedDataLayout
+    rng = np.random.default_rng(11)
+    N, H, W, Ci, O = 2, 5, 6, 3, 4
+    x, w, dy = (torch.from_numpy(rng.standard_normal(s)).float().to(DEVICE)
+                for s in ((N, H, W, Ci), (*k, Ci, O), (N, H, W, O)))
+
+    def attrs(out_shape):
+        return Conv2DAttrs(stride=(1, 1), dilation=(1, 1), pads=pads, groups=1,
+                           data_layout=L.NHWC, weights_layout=L.HWIO, out_shape=out_shape)
+
+    runs = {
+        "forward": lambda p: C._forward_on(p, x, w, attrs((N, H, W, O)), None),
+        "data": lambda p: C._data_grad_on(p, dy, w, attrs((N, H, W, Ci)), None),
+        "weights": lambda p: C._weights_grad_on(p, dy, x, attrs((*k, Ci, O)), None),
+    }
+    for name, run in runs.items():
+        calls.clear()
+        want = run("cudnn")
+        assert calls == [], name
+        got = run("cudnn_tt")
+        assert calls == [1], name
+        assert got.shape == want.shape and got.is_contiguous(), name
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_cudnn_tt_candidate_rules(monkeypatch):
+    """"cudnn_tt" is a candidate on CUDA for NHWC data with HWIO weights only, and not under
+    MPSGRAPH_TRITON_TRANSPOSE=0 or =1 (=1 makes every path transpose with Triton)."""
+    from mpsgraph.backends.torch import convolution as C
+
+    L = mg.TensorNamedDataLayout
+
+    class A:  # the two attrs _paths reads besides the depthwise kernels
+        def __init__(self, data, weights):
+            self.data_layout, self.weights_layout = data, weights
+
+    class FakeCuda:  # _paths reads device.type and dtype only
+        dtype = torch.float32
+        device = torch.device("cuda", 0)
+
+    monkeypatch.setattr(C, "_triton_available", lambda dev: True)
+    monkeypatch.delenv("MPSGRAPH_TRITON_TRANSPOSE", raising=False)
+    assert "cudnn_tt" in C._paths("forward", A(L.NHWC, L.HWIO), None, FakeCuda())[0]
+    assert "cudnn_tt" not in C._paths("forward", A(L.NHWC, L.OIHW), None, FakeCuda())[0]
+    assert "cudnn_tt" not in C._paths("forward", A(L.NCHW, L.HWIO), None, FakeCuda())[0]
+    cpu = torch.zeros(1)
+    assert C._paths("forward", A(L.NHWC, L.HWIO), None, cpu)[0] == ["cudnn"]
+    for v in ("0", "1"):
+        monkeypatch.setenv("MPSGRAPH_TRITON_TRANSPOSE", v)
+        assert "cudnn_tt" not in C._paths("forward", A(L.NHWC, L.HWIO), None, FakeCuda())[0]

@@ -35,8 +35,12 @@ choice) are the fallback. The NHWC 1x1 matrix-product path below is not tuned.
 
 NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
 the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
-HWIO). MPSGRAPH_TRITON_TRANSPOSE=1 does these transposes with the tiled Triton kernel of
-kernels/transpose.py instead of torch's strided copy (opt-in until measured on a GPU).
+HWIO). Those transposes are torch's strided copy on the "cudnn" path; on CUDA the tuner also
+times "cudnn_tt", the same cuDNN call with the transposes done by the tiled Triton kernel of
+kernels/transpose.py (torch's copy of a [kH*kW*I, O] matrix into [O, kH*kW*I] reaches a
+fraction of the memory bandwidth: ~17 us for 512x512x3x3 bfloat16 weights on the H200).
+MPSGRAPH_TRITON_TRANSPOSE=1 makes every such transpose the Triton one (the hand rule too), =0
+takes the candidate away.
 """
 
 from __future__ import annotations
@@ -67,10 +71,15 @@ def _user_data(y: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
     return y if y.is_contiguous() else y.contiguous()
 
 
-def _triton_transpose(t: torch.Tensor):
-    """kernels/transpose.py when MPSGRAPH_TRITON_TRANSPOSE=1 and it can run on `t`, else None
-    (torch's strided copy)."""
-    if (os.environ.get("MPSGRAPH_TRITON_TRANSPOSE") != "1" or not t.is_contiguous()
+def _transpose_knob() -> str:
+    """MPSGRAPH_TRITON_TRANSPOSE: "1" (always the Triton transpose), "0" (never), "" (tuned)."""
+    return os.environ.get("MPSGRAPH_TRITON_TRANSPOSE", "").strip()
+
+
+def _triton_transpose(t: torch.Tensor, path: str):
+    """kernels/transpose.py for the weight transposes of `path` ("cudnn_tt", or any path under
+    MPSGRAPH_TRITON_TRANSPOSE=1) where it can run on `t`, else None (torch's strided copy)."""
+    if ((path != "cudnn_tt" and _transpose_knob() != "1") or not t.is_contiguous()
             or t.dtype not in _DEPTHWISE_DTYPES or not _triton_available(t.device)):
         return None
     from .kernels import transpose
@@ -78,13 +87,14 @@ def _triton_transpose(t: torch.Tensor):
     return transpose
 
 
-def _oihw(w: torch.Tensor, layout: L, fmt: torch.memory_format) -> torch.Tensor:
+def _oihw(w: torch.Tensor, layout: L, fmt: torch.memory_format, path: str = "cudnn"
+          ) -> torch.Tensor:
     """Weights as OIHW in the memory format of the data: cuDNN runs an NHWC convolution only
     when the weights are channels_last too (O, kH, kW, I in memory); otherwise it converts the
     activations. HWIO weights of NHWC data are the one case that needs a copy (a transpose of
     the [kH*kW*I, O] matrix they are in memory)."""
     if layout == L.HWIO and fmt == torch.channels_last:
-        tr = _triton_transpose(w)
+        tr = _triton_transpose(w, path)
         if tr is not None:
             kh, kw, i, o = w.shape
             return tr.transpose_2d(w.reshape(kh * kw * i, o)).view(o, kh, kw, i).permute(
@@ -95,10 +105,11 @@ def _oihw(w: torch.Tensor, layout: L, fmt: torch.memory_format) -> torch.Tensor:
     return canonical(wc, fmt)
 
 
-def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype) -> torch.Tensor:
+def _user_weights(w: torch.Tensor, layout: L, dtype: torch.dtype, path: str = "cudnn"
+                  ) -> torch.Tensor:
     if layout == L.HWIO and w.dtype == dtype:
         ohwi = w.permute(0, 2, 3, 1)  # channels_last OIHW (NHWC data): a contiguous view
-        tr = _triton_transpose(ohwi)
+        tr = _triton_transpose(ohwi, path)
         if tr is not None:
             o, kh, kw, i = ohwi.shape
             return tr.transpose_2d(ohwi.reshape(o, kh * kw * i)).view(kh, kw, i, o)
@@ -196,10 +207,14 @@ def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor) -> tuple[list[str], st
     """(candidate paths, the hand rule's path) of a 2-D convolution op: "triton" (the depthwise
     kernels, where they run), "cudnn" (the layout's own memory format) and, on CUDA,
     "cudnn_alt" (the other memory format: NHWC data computed as contiguous NCHW, NCHW data as
-    channels_last; the layout conversion copies are part of its time)."""
+    channels_last; the layout conversion copies are part of its time) and, for NHWC data with
+    HWIO weights, "cudnn_tt" (cuDNN with the Triton weight transpose: module docstring)."""
     paths = ["cudnn"]
     if t.device.type == "cuda":
         paths.append("cudnn_alt")
+        if (a.data_layout == L.NHWC and a.weights_layout == L.HWIO and _transpose_knob() == ""
+                and t.dtype in _DEPTHWISE_DTYPES and _triton_available(t.device)):
+            paths.append("cudnn_tt")
     if tdw is not None:
         paths.append("triton")
     hand = "triton" if tdw is not None and (op == "data_grad"
@@ -258,7 +273,7 @@ def _forward_on(path: str, x, w, a: Conv2DAttrs, tdw):
         return y
     xn = _nchw(x, a.data_layout)
     fmt = _fmt(path, _memory_format(a, xn.shape, _canon_shape(a.out_shape, a.data_layout)))
-    xc, wc = canonical(_work(xn), fmt), _work(_oihw(w, a.weights_layout, fmt))
+    xc, wc = canonical(_work(xn), fmt), _work(_oihw(w, a.weights_layout, fmt, path))
     pad, (et, eb, el, er) = _split_pads(a)
     if et or eb or el or er:
         xc = F.pad(xc, (el, er, et, eb))
@@ -294,7 +309,7 @@ def _data_grad_on(path: str, dy, w, a: Conv2DAttrs, tdw):
         return dx
     dyn = _nchw(dy, a.data_layout)
     fmt = _fmt(path, _memory_format(a, dyn.shape, (n, c, h, wd)))
-    dyc, wc = canonical(_work(dyn), fmt), _work(_oihw(w, a.weights_layout, fmt))
+    dyc, wc = canonical(_work(dyn), fmt), _work(_oihw(w, a.weights_layout, fmt, path))
     pad, (et, eb, el, er) = _split_pads(a)
     # a virtual source, as large as the asymmetric padding makes it; only its shape and memory
     # format are read
@@ -347,7 +362,7 @@ def _weights_grad_on(path: str, dy, x, a: Conv2DAttrs, tdw):
     dw = _conv_backward(dyc, xc, wc, None, list(a.stride), list(pad),
                                     list(a.dilation), False, [0, 0], a.groups,
                                     [False, True, False])[1]
-    return _user_weights(dw, a.weights_layout, dy.dtype)
+    return _user_weights(dw, a.weights_layout, dy.dtype, path)
 
 
 # ---------------------------------------------------------------------------- issue 18

@@ -8,13 +8,12 @@ result back). torch's generic strided copy does that at a fraction of the memory
 reads and writes whole [BLOCK_R, BLOCK_C] tiles, coalesced on both sides (the tile is
 transposed in registers / shared memory by tl.trans).
 
-Opt-in for now (MPSGRAPH_TRITON_TRANSPOSE=1, read at every call by the convolution kernels):
-not yet measured on a GPU. Any dtype Triton loads (float32/16, bfloat16).
+Used by the convolution kernels' "cudnn_tt" path, a candidate of the autotuner for NHWC data
+with HWIO weights (backends/torch/convolution.py; MPSGRAPH_TRITON_TRANSPOSE=1 forces it, =0
+takes it away). Any dtype Triton loads (float32/16, bfloat16).
 """
 
 from __future__ import annotations
-
-import os
 
 import torch
 import triton
@@ -34,11 +33,6 @@ def _transpose_kernel(src_ptr, out_ptr, R, C, BLOCK_R: tl.constexpr, BLOCK_C: tl
     # out is [C, R]: row c, column r; store the transposed tile so that r runs fastest
     tl.store(out_ptr + c[:, None].to(tl.int64) * R + r[None, :], tl.trans(tile),
              mask=tl.trans(m))
-
-
-def enabled() -> bool:
-    """MPSGRAPH_TRITON_TRANSPOSE=1 (read at every call)."""
-    return os.environ.get("MPSGRAPH_TRITON_TRANSPOSE", "") == "1"
 
 
 def transpose_2d(src: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
