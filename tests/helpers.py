@@ -4,6 +4,8 @@ and message format."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -120,6 +122,10 @@ DEVICES = _devices()
 
 
 # ------------------------------------------------------------------ the API list (surface tests)
+API_DATA = Path(__file__).resolve().parent / "data"
+SHARED_API = Path(__file__).resolve().parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+
+
 def api_rows(path, keep) -> list[dict]:
     """The rows of an MPSGRAPH_API.tsv copy (header, swift_signature, objc_selector, ...) for
     which `keep(row)` holds."""
@@ -132,3 +138,34 @@ def api_rows(path, keep) -> list[dict]:
 def swift_base(sig: str) -> str:
     """The Swift base name of a signature: `gather(withUpdatesTensor:...)` -> `gather`."""
     return sig.split("(")[0]
+
+
+def swift_labels(sig: str) -> list[str]:
+    """The argument labels of a Swift signature: `gather(withUpdatesTensor:indicesTensor:)` ->
+    ['withUpdatesTensor', 'indicesTensor']."""
+    return sig.split("(", 1)[1].rstrip(")").split(":")[:-1]
+
+
+def check_api_copy(rows_of, copy, count: int, bases: int | None = None) -> None:
+    """A surface test's copy of the API list (tests/data/, so that the tests run without the
+    shared folder) holds `count` rows (`bases` distinct Swift base names) and, where
+    ../shared/MPSGRAPH_API.tsv is present, exactly its rows; `rows_of(path)` selects them."""
+    rows = rows_of(copy)
+    assert len(rows) == count
+    if bases is not None:
+        assert len({swift_base(r["swift_signature"]) for r in rows}) == bases
+    if not SHARED_API.exists():
+        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
+    assert rows == rows_of(SHARED_API)
+
+
+def method_params(name: str) -> list:
+    """The parameters (after self) of mg.Graph.<name>, which must exist and take its first
+    argument positionally (API.md rule 9)."""
+    import inspect
+
+    fn = getattr(mg.Graph, name, None)
+    assert callable(fn), f"mg.Graph has no method {name!r}"
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return params

@@ -16,13 +16,11 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES, api_rows, swift_base
+from helpers import API_DATA, DEVICES, api_rows, check_api_copy, swift_base, swift_labels
 from mpsgraph.ops.arithmetic import ELEMENTWISE
 
 DT = mg.DataType
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_arithmetic.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_arithmetic.tsv"
 HEADER = "MPSGraphArithmeticOps"
 KEYWORDS = {"not": "not_", "if": "if_", "for": "for_", "while": "while_"}
 
@@ -35,11 +33,7 @@ _base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 78
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 78)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: _base(r["swift_signature"]))
@@ -51,7 +45,7 @@ def test_every_swift_base_name_is_a_graph_method(row):
     # API rule 9: the first argument is positional; the others are named by the Swift labels
     params = list(inspect.signature(getattr(mg.Graph, py)).parameters.values())[1:]
     assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    labels = row["swift_signature"].split("(", 1)[1].rstrip(")").split(":")[:-1]
+    labels = swift_labels(row["swift_signature"])
     for label, p in zip(labels[1:], params[1:]):
         if label not in ("_", "name"):
             assert p.name == label, (name, label, p.name)

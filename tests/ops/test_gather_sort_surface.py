@@ -11,18 +11,21 @@ present, the copy must match it."""
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES, api_rows, swift_base
+from helpers import (
+    API_DATA,
+    DEVICES,
+    api_rows,
+    check_api_copy,
+    method_params,
+    swift_base,
+    swift_labels,
+)
 
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_gather_sort.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_gather_sort.tsv"
 HEADERS = {"MPSGraphGatherOps", "MPSGraphScatterNDOps", "MPSGraphSortOps", "MPSGraphTopKOps",
            "MPSGraphNonZeroOps", "MPSGraphLinearAlgebraOps", "MPSGraphMatrixInverseOps"}
 
@@ -39,22 +42,15 @@ _base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 38
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 38)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
 def test_every_swift_base_name_is_a_graph_method(row):
     name = _base(row["swift_signature"])
-    fn = getattr(mg.Graph, name, None)
-    assert callable(fn), f"mg.Graph has no method {name!r}"
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = method_params(name)
     names = {p.name for p in params}
-    labels = row["swift_signature"].split("(", 1)[1].rstrip(")").split(":")[:-1]
+    labels = swift_labels(row["swift_signature"])
     for label in labels[1:]:
         if label not in ("_", "name"):
             assert label in names, (name, label, sorted(names))

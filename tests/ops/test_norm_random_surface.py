@@ -8,17 +8,12 @@ the shared folder); when the shared file is present, the copy must match it."""
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
-
 import pytest
 
 import mpsgraph as mg
-from helpers import api_rows, swift_base
+from helpers import API_DATA, api_rows, check_api_copy, method_params, swift_base, swift_labels
 
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_norm_random.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_norm_random.tsv"
 MEMORY = ("variableFromTensor", "complexConstant")
 
 
@@ -35,22 +30,15 @@ _base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 27
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 27)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
 def test_every_swift_base_name_is_a_graph_method(row):
     name = _base(row["swift_signature"])
-    fn = getattr(mg.Graph, name, None)
-    assert callable(fn), f"mg.Graph has no method {name!r}"
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = method_params(name)
     names = {p.name for p in params}
-    labels = row["swift_signature"].split("(", 1)[1].rstrip(")").split(":")[:-1]
+    labels = swift_labels(row["swift_signature"])
     first = labels[0]
     if first.startswith("with") and first not in ("withSeed", "withShape", "withShapeTensor",
                                                   "withIncomingGradientTensor"):

@@ -15,14 +15,20 @@ import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES, api_rows, swift_base
+from helpers import (
+    API_DATA,
+    DEVICES,
+    api_rows,
+    check_api_copy,
+    method_params,
+    swift_base,
+    swift_labels,
+)
 from mpsgraph.ops.cumulative import CUMULATIVE
 from mpsgraph.ops.reduction import REDUCTIONS
 
 DT = mg.DataType
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_reduction_cumulative.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_reduction_cumulative.tsv"
 HEADERS = ("MPSGraphReductionOps", "MPSGraphCumulativeOps")
 
 
@@ -34,23 +40,15 @@ _base = swift_base
 
 
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 34
-    assert len({_base(r["swift_signature"]) for r in rows}) == 14
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 34, 14)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
 def test_every_swift_signature_is_a_graph_method(row):
     name = _base(row["swift_signature"])
-    fn = getattr(mg.Graph, name, None)
-    assert callable(fn), f"mg.Graph has no method {name!r}"
     # API rule 9: the first argument positional; the others keywords named by the Swift labels
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    labels = row["swift_signature"].split("(", 1)[1].rstrip(")").split(":")[:-1]
+    params = method_params(name)
+    labels = swift_labels(row["swift_signature"])
     kw = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
     for label in labels[1:]:
         assert label in kw, (name, label, sorted(kw))

@@ -10,19 +10,16 @@ runs without the shared folder); when the shared file is present, the copy must 
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import mpsgraph as mg
-from helpers import DEVICES, api_rows, swift_base
+from helpers import API_DATA, DEVICES, api_rows, check_api_copy, swift_base, swift_labels
 
 DT = mg.DataType
 PM = mg.PaddingMode
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_shape.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_shape.tsv"
 HEADER = "MPSGraphTensorShapeOps"
 # Swift labels that are Python keywords take the Objective-C label (API.md rules 3 and 9)
 KEYWORD_LABELS = {("padTensor", "with"): "withPaddingMode",
@@ -37,21 +34,12 @@ def _rows(path) -> list[dict]:
 _base = swift_base
 
 
-def _labels(sig: str) -> list[str]:
-    return sig.split("(", 1)[1].rstrip(")").split(":")[:-1]
-
-
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 57
-    assert len({_base(r["swift_signature"]) for r in rows}) == 27
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 57, 27)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
-def test_every_overload_is_callable_by_its_labels(row):
+def test_every_overload_is_callable_by_itsswift_labels(row):
     name = _base(row["swift_signature"])
     for py in {name, OBJC_NAMES.get(name, name)}:
         fn = getattr(mg.Graph, py, None)
@@ -61,7 +49,7 @@ def test_every_overload_is_callable_by_its_labels(row):
         # Swift labels (every overload's labels are parameters of the one method)
         assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
         names = {p.name for p in params}
-        labels = _labels(row["swift_signature"])
+        labels = swift_labels(row["swift_signature"])
         if name == "coordinate":  # coordinate(alongAxis:) / (alongAxisTensor:): the first
             assert labels[0] in names  # label names the first argument
         for label in labels[1:]:

@@ -8,16 +8,13 @@ file is present, the copy must match it."""
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
 
 import mpsgraph as mg
-from helpers import api_rows, swift_base
+from helpers import API_DATA, api_rows, check_api_copy, swift_base, swift_labels
 
-HERE = Path(__file__).resolve().parent
-COPY = HERE.parent / "data" / "MPSGRAPH_API_signal.tsv"
-SHARED = HERE.parents[1] / ".." / "shared" / "MPSGRAPH_API.tsv"
+COPY = API_DATA / "MPSGRAPH_API_signal.tsv"
 HEADERS = {"MPSGraphResizeOps", "MPSGraphSampleGridOps", "MPSGraphStencilOps",
            "MPSGraphNonMaximumSuppressionOps", "MPSGraphFourierTransformOps",
            "MPSGraphQuantizationOps", "MPSGraphSparseOps"}
@@ -35,20 +32,12 @@ def _rows(path) -> list[dict]:
 _base = swift_base
 
 
-def _labels(sig: str) -> list[str]:
-    return [a for a in sig[sig.index("(") + 1:-1].split(":") if a]
-
-
 def test_the_copy_matches_the_shared_list():
-    rows = _rows(COPY)
-    assert len(rows) == 48
-    if not SHARED.exists():
-        pytest.skip("../shared/MPSGRAPH_API.tsv is not here")
-    assert rows == _rows(SHARED)
+    check_api_copy(_rows, COPY, 48)
 
 
 @pytest.mark.parametrize("row", _rows(COPY), ids=lambda r: r["swift_signature"])
-def test_every_overload_is_a_graph_method_with_its_labels(row):
+def test_every_overload_is_a_graph_method_with_itsswift_labels(row):
     sig = row["swift_signature"]
     name = _base(sig)
     if name in NOT_YET:
@@ -56,7 +45,7 @@ def test_every_overload_is_a_graph_method_with_its_labels(row):
     fn = getattr(mg.Graph, name, None)
     assert callable(fn), name
     params = inspect.signature(fn).parameters
-    labels = _labels(sig)
+    labels = swift_labels(sig)
     for lab in labels[1:] if labels[0] in FIRST else labels:
         if lab in ("name", "key", "value") and lab in params:
             continue
