@@ -522,6 +522,43 @@ def canonical(t: torch.Tensor, memory_format=torch.contiguous_format) -> torch.T
     return t.clone(memory_format=memory_format)
 
 
+_TABLES: dict[tuple, torch.Tensor] = {}
+_TABLE_MAX_BYTES = 1 << 16   # larger tables are uploaded at every call
+_TABLE_MAX_TOTAL = 1 << 26   # bytes kept in all
+_TABLE_BYTES = 0
+
+
+def device_table(a: np.ndarray, device: torch.device, dtype: torch.dtype | None = None
+                 ) -> torch.Tensor:
+    """A small host-computed table (the index / weight / mask vectors of resize, stencil and
+    pooling, derived from the op's attributes) as a tensor on `device` in `dtype`, uploaded
+    once per content and device: the same bytes give the same tensor, which kernels only read.
+
+    Why: a copy from the host is not allowed while a CUDA graph is being captured, so a kernel
+    that uploaded its tables at every call made its executable's capture fail (and run op by
+    op). The executable's calls before the capture upload them; the capture then reads the
+    kept tensors. Keyed by the bytes themselves (no hash collisions); CPU devices view the
+    array (no copy to save)."""
+    def upload(arr):
+        t = torch.from_numpy(arr)
+        return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
+
+    a = np.ascontiguousarray(a)
+    if device.type == "cpu" or a.nbytes > _TABLE_MAX_BYTES:
+        return upload(a)
+    key = (a.tobytes(), a.shape, a.dtype.str, str(device), dtype)
+    t = _TABLES.get(key)
+    if t is None:
+        t = upload(a.copy())
+        # kept for the life of the process, never evicted: a captured CUDA graph reads the
+        # tensor's memory without holding a reference to it (past the cap: uploaded per call)
+        global _TABLE_BYTES
+        if _TABLE_BYTES + a.nbytes <= _TABLE_MAX_TOTAL:
+            _TABLE_BYTES += a.nbytes
+            _TABLES[key] = t
+    return t
+
+
 def _check_dtype(npdt: np.dtype, st: ShapedType, value: Any, given: object, name: str) -> None:
     """FeedError (saying how to cast `value`) unless `npdt` is the placeholder's dtype."""
     try:
@@ -545,4 +582,5 @@ def _np_to_torch(arr: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.array(arr, copy=True))
 
 
-__all__ = ["Backend", "kernel", "KERNELS", "TORCH_DTYPES", "DATA_TYPES", "torch_dtype", "canonical"]
+__all__ = ["Backend", "kernel", "KERNELS", "TORCH_DTYPES", "DATA_TYPES", "torch_dtype", "canonical",
+           "device_table"]

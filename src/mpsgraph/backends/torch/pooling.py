@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from ...ops.pooling import Pool2DAttrs
 from ...types import TensorNamedDataLayout as L
-from . import kernel
+from . import device_table, kernel
 from .arithmetic import F32
 
 _NEG_INF = float("-inf")
@@ -227,9 +227,10 @@ class _TorchOps:
 
     @staticmethod
     def where(c, a, b):
-        dev = c.device
-        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, device=dev)
-        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, device=dev)
+        dev = c.device  # (a Python number is filled on the device: no host-to-device copy,
+        # which a CUDA-graph capture does not allow)
+        a = a if isinstance(a, torch.Tensor) else torch.full((), a, device=dev)
+        b = b if isinstance(b, torch.Tensor) else torch.full((), b, device=dev)
         return torch.where(c, a, b)
 
     isnan = staticmethod(torch.isnan)
@@ -237,7 +238,7 @@ class _TorchOps:
 
     @staticmethod
     def index_table(rows, like=None):
-        return torch.tensor(rows, dtype=torch.int64, device=like.device).reshape(len(rows), -1)
+        return device_table(np.asarray(rows, np.int64), like.device).reshape(len(rows), -1)
 
     @staticmethod
     def arange(n, like=None):
@@ -268,7 +269,7 @@ class _TorchOps:
 
 
 def _inv(a, like):
-    return torch.from_numpy(W.inv_counts(a)).to(like.device)
+    return device_table(W.inv_counts(a), like.device)
 
 
 @kernel("maxPooling4D")

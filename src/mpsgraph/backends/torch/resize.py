@@ -7,12 +7,13 @@ centerResult=True); everything else is per-axis `index_select` and, for the grad
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ...types import ResizeMode
 from ..numpy.resize import taps
-from . import kernel
+from . import device_table, kernel
 from .arithmetic import finish, work
 
 
@@ -60,11 +61,11 @@ def resize(x, size_t, so, sc, off, ka):
     for spec in ka.axes:
         ax = spec[0]
         lo, hi, w = taps(ka, spec, so, sc, off)
-        a = y.index_select(ax, torch.from_numpy(lo).to(y.device))
+        a = y.index_select(ax, device_table(lo, y.device))
         if hi is not None:
             shp = [-1 if k == ax else 1 for k in range(y.dim())]
-            wt = torch.from_numpy(w).to(device=y.device, dtype=y.dtype).reshape(shp)
-            b = y.index_select(ax, torch.from_numpy(hi).to(y.device))
+            wt = device_table(w, y.device, y.dtype).reshape(shp)
+            b = y.index_select(ax, device_table(hi, y.device))
             a = torch.where(wt == 0, a, a * (1 - wt) + b * wt)
         y = a
     return finish(y, x.dtype)
@@ -88,18 +89,18 @@ def resizeWithGradient(dy, x, so, sc, off, ka):
         shp = list(g.shape)
         shp[ax] = i
         out = torch.zeros(shp, dtype=g.dtype, device=g.device)
-        out.index_add_(ax, torch.from_numpy(lo).to(g.device),
+        out.index_add_(ax, device_table(lo, g.device),
                        g if hi is None else g * _w(1 - w, ax, g))
         if hi is not None:
-            nz = torch.from_numpy(w != 0).to(g.device)
-            idx = torch.from_numpy(hi).to(g.device)
-            sel = nz.nonzero().reshape(-1)
-            out.index_add_(ax, idx[sel], (g * _w(w, ax, g)).index_select(ax, sel))
+            nz = w != 0  # (selected on the host: no device-to-host read of a nonzero)
+            sel = device_table(np.flatnonzero(nz), g.device)
+            out.index_add_(ax, device_table(hi[nz], g.device),
+                           (g * _w(w, ax, g)).index_select(ax, sel))
         g = out
     return finish(g.contiguous(), x.dtype)
 
 
 def _w(w, ax, g):
     shp = [-1 if k == ax else 1 for k in range(g.dim())]
-    return torch.from_numpy(w).to(device=g.device, dtype=g.dtype).reshape(shp)
+    return device_table(w, g.device, g.dtype).reshape(shp)
 

@@ -29,7 +29,7 @@ def sampleGrid(x, coords, a):
     if out.numel() == 0:
         return finish(_back(out, a.layout).contiguous(), x.dtype)
     nidx = torch.arange(n, device=xs.device).reshape(-1, 1, 1)
-    const = torch.tensor(a.constant, dtype=xs.dtype, device=xs.device)
+    const = torch.full((), a.constant, dtype=xs.dtype, device=xs.device)  # (capturable)
     for iy, ix, wt, valid in taps(torch, cd, h, w, a):
         v = xs[nidx, iy, ix] if h * w else torch.zeros(iy.shape + (c,), dtype=xs.dtype,
                                                         device=xs.device)

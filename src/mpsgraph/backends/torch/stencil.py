@@ -9,7 +9,7 @@ import torch
 from ...types import PaddingMode as P
 from ...types import ReductionMode as R
 from ..numpy.stencil import _padding_only, index_map
-from . import kernel
+from . import device_table, kernel
 from .arithmetic import finish, work
 
 
@@ -32,9 +32,9 @@ def stencil(x, w, ka):
         idx, sign, valid = index_map(y.shape[ax], *ka.pads[a], ka.starts[a], ka.boundary)
         shp = [1] * r
         shp[ax] = -1
-        t = y.index_select(ax, torch.from_numpy(idx).to(y.device))
-        t = t * torch.from_numpy(sign).to(y.device, y.dtype).reshape(shp)
-        vm = torch.from_numpy(valid).to(y.device).reshape(shp)
+        t = y.index_select(ax, device_table(idx, y.device))
+        t = t * device_table(sign, y.device, y.dtype).reshape(shp)
+        vm = device_table(valid, y.device).reshape(shp)
         y = torch.where(vm, t, torch.full((), fill, dtype=y.dtype, device=y.device))
     eff = [(w.shape[a] - 1) * ka.dilations[a] + 1 for a in range(4)]
     for a in range(4):
