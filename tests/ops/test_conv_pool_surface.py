@@ -214,6 +214,23 @@ def test_maxPooling2D_indices_match_torch_and_feed_back(device):
     np.testing.assert_allclose(dxx, want.numpy(), rtol=1e-6, atol=0)
 
 
+def test_gradient_from_indices_is_a_host_reading_step():
+    """maxPooling2DGradient with indices checks the (possibly fed) indices on the host, so its
+    step is marked as a host read (the executable keeps it out of a CUDA graph); the plain
+    pooling ops and their gradients are not."""
+    d = mg.Pooling2DOpDescriptor(kernelWidth=2, kernelHeight=2, strideInX=2, strideInY=2,
+                                 returnIndicesMode=M.globalFlatten2D)
+    g = mg.Graph()
+    X = g.placeholder([1, 1, 4, 4])
+    v, i = g.maxPooling2DReturnIndices(X, descriptor=d)
+    dx = g.maxPooling2DGradient(v, indicesTensor=i, outputShape=[1, 1, 4, 4], descriptor=d)
+    plain = g.maxPooling2DGradient(v, X, descriptor=d)
+    for t, want in ((dx, True), (plain, False), (v, False)):
+        exe = g.compile({X: mg.ShapedType([1, 1, 4, 4], mg.float32)}, [t])
+        kinds = {s.kind: s.host for s in exe._steps}
+        assert kinds[t.operation.kind] is want, (t.operation.kind, kinds)
+
+
 def test_return_indices_mode_none_returns_None():
     g = mg.Graph()
     v, i = g.maxPooling4DReturnIndices(g.placeholder([1, 1, 4, 4]),

@@ -260,10 +260,13 @@ register_op("maxPooling2DReturnIndices", _infer_pool_indices,
             _grad_of("maxPooling2DGradient"))
 register_op("maxPooling4DReturnIndices", _infer_pool_indices,
             _grad_of("maxPooling4DGradient"))
+# the gradient from indices checks the (possibly fed) indices on the host before scattering
+# (backends/_window_nd.py `max_pool_gradient_from_indices`): a host read, which keeps its
+# executable out of a CUDA graph (as a gather of fed indices, ops/gather.py)
 register_op("maxPooling2DGradientIndices", _infer_pool_gradient_indices,
-            value_inputs=("outputShape",))
+            value_inputs=("outputShape",), host_reads=lambda op: True)
 register_op("maxPooling4DGradientIndices", _infer_pool_gradient_indices,
-            value_inputs=("outputShape",))
+            value_inputs=("outputShape",), host_reads=lambda op: True)
 
 
 # ---------------------------------------------------------------------------- imToCol

@@ -441,7 +441,8 @@ class Executable:
           is safe - a CUDA device, no op whose shapes depend on values and no op that reads
           values back to the host (nonZeroIndices, whose result shape is decided by each run,
           and the ops after it, which are re-planned on every run from the shapes they get;
-          a gather / scatter with fed indices, checked on the host: OpDef.host_reads);
+          a gather / scatter with fed indices or a max-pooling gradient from indices,
+          checked on the host: OpDef.host_reads);
           variables and assigns are fine: their storage stays at one address, assigns write
           into it - with
           each result copied out of the graph's buffers, and only where it pays: the first
