@@ -552,3 +552,79 @@ def test_fast_key_skips_key_and_candidates(tuner, monkeypatch):
     assert autotune.choose(lambda: "op:new", make, "a", "cpu", fast_key=("new",)) == "a"
     monkeypatch.setattr(autotune, "capturing", lambda: False)
     assert autotune.choose(lambda: "op:new", make, "a", "cpu", fast_key=("new",)) == "b"
+
+
+@pytest.mark.parametrize("winner", ["cudnn", "ours"])
+@pytest.mark.parametrize("gates", [3, 1])
+def test_gru_route_through_tuner(tuner, monkeypatch, winner, gates):
+    """A GRU / singleGateRNN training step whose options are cuDNN's: the tuner times both
+    ways (a forward + backward each), keeps the faster, and the compiled step gives the
+    torch float64 reference's state and gradients either way; the second run reads the
+    choice back without timing."""
+    import mpsgraph as mg
+    from mpsgraph.backends.torch import gru_route
+
+    monkeypatch.delenv("MPSGRAPH_GRU_KERNEL", raising=False)
+    timed: list[str] = []
+    ran = {"cudnn": 0}
+    real = gru_route.cudnn_forward
+
+    def spy(*a):
+        ran["cudnn"] += 1
+        return real(*a)
+
+    monkeypatch.setattr(gru_route, "cudnn_forward", spy)
+
+    def timer(fn, dev):
+        before = ran["cudnn"]
+        fn()
+        name = "cudnn" if ran["cudnn"] > before else "ours"
+        timed.append(name)
+        return 1.0 if name == winner else 2.0
+
+    autotune.set_timer(timer)
+    T, N, I, H = 4, 3, 5, 6
+    G = gates * H
+    g = mg.Graph()
+    shapes = dict(source=[T, N, I], recurrentWeight=[G, H], inputWeight=[G, I], bias=[G],
+                  initState=[N, H], dstate=[T, N, H])
+    if gates == 3:
+        shapes["secondaryBias"] = [H]
+    ph = {k: g.placeholder(v, dataType=mg.float32, name=k) for k, v in shapes.items()}
+    opt = {k: ph[k] for k in shapes if k not in ("source", "recurrentWeight", "dstate")}
+    if gates == 3:
+        d = mg.GRUDescriptor(training=True, resetGateFirst=True, resetAfter=True)
+        st, z = g.GRU(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
+        grads = g.GRUGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z, st,
+                               descriptor=d, **opt)
+    else:
+        d = mg.SingleGateRNNDescriptor(training=True, activation=mg.RNNActivation.tanh)
+        st, z = g.singleGateRNN(ph["source"], ph["recurrentWeight"], descriptor=d, **opt)
+        grads = g.singleGateRNNGradients(ph["source"], ph["recurrentWeight"], ph["dstate"], z,
+                                         descriptor=d, **opt)
+    exe = g.compile({ph[k]: mg.ShapedType(v, mg.float32) for k, v in shapes.items()},
+                    [st, *grads], device="torch-cpu")
+    gen = torch.Generator().manual_seed(2)
+    vals = {k: torch.randn(v, generator=gen) * 0.4 for k, v in shapes.items()}
+    for _ in range(2):
+        out = exe.run([vals[t.operation.name] for t in exe.feedTensors])
+    assert sorted(timed) == ["cudnn", "ours"]  # tuned once, at the first run
+    ev = [e for e in autotune.events() if e["key"].startswith(("GRU:", "singleGateRNN:"))]
+    assert len(ev) == 1 and ev[0]["choice"] == winner
+    # the reference: torch.nn.GRU / RNN in float64 (b_hh = [0, 0, secondaryBias])
+    lv = {k: v.double().requires_grad_(k != "dstate") for k, v in vals.items()}
+    m = (torch.nn.GRU(I, H) if gates == 3 else torch.nn.RNN(I, H)).double()
+    bhh = torch.cat([torch.zeros(2 * H, dtype=torch.float64), lv["secondaryBias"]]) \
+        if gates == 3 else torch.zeros(H, dtype=torch.float64)
+    y, _ = torch.func.functional_call(m, {"weight_ih_l0": lv["inputWeight"],
+                                          "weight_hh_l0": lv["recurrentWeight"],
+                                          "bias_ih_l0": lv["bias"], "bias_hh_l0": bhh},
+                                      (lv["source"], lv["initState"][None]))
+    y.backward(lv["dstate"])
+    got = [o.array if hasattr(o, "array") else o for o in out]
+    np.testing.assert_allclose(got[0].numpy(), y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    names = ["source", "recurrentWeight", "inputWeight", "bias", "initState"] + (
+        ["secondaryBias"] if gates == 3 else [])
+    for gv, n in zip(got[1:], names):
+        np.testing.assert_allclose(gv.numpy().reshape(lv[n].shape), lv[n].grad.numpy(),
+                                   rtol=1e-4, atol=1e-5, err_msg=n)

@@ -786,18 +786,17 @@ NATIVE_CASES = [
 def test_native_torch_path_matches_the_oracle(rng, monkeypatch, gates, dkw, ckw, device):
     """MPSGRAPH_RNN_NATIVE=1: inference forwards with torch's conventions go through torch.gru /
     torch.rnn_tanh / torch.rnn_relu (cuDNN on CUDA); the result is the same function."""
-    from mpsgraph.backends.torch import rnn as trnn
+    from mpsgraph.backends.torch import gru_route
 
     monkeypatch.setenv("MPSGRAPH_RNN_NATIVE", "1")
     used = []
-    real = trnn._native_forward
+    real = gru_route.cudnn_forward
 
     def spy(*args):
-        y = real(*args)
-        used.append(y is not None)
-        return y
+        used.append(True)
+        return real(*args)
 
-    monkeypatch.setattr(trnn, "_native_forward", spy)
+    monkeypatch.setattr(gru_route, "cudnn_forward", spy)
     case = Case(rng, gates, **ckw)
     desc = (mg.GRUDescriptor if gates == 3 else mg.SingleGateRNNDescriptor)(**dkw)
     g = mg.Graph()
@@ -811,4 +810,119 @@ def test_native_torch_path_matches_the_oracle(rng, monkeypatch, gates, dkw, ckw,
     np.testing.assert_allclose(got, case.oracle(desc, grads=False)[0], **F32_TOL)
     expressible = not (gates == 3 and dkw.get("resetGateFirst") is None) and \
         ckw.get("mask") is None and dkw.get("activation") != A.sigmoid
-    assert used == [expressible]
+    assert used == ([True] if expressible else [])
+
+
+ROUTE_CASES = NATIVE_CASES[:6] + [
+    (3, dict(resetGateFirst=True, resetAfter=True, reverse=True, bidirectional=True),
+     dict(bidirectional=True, b2=True, sg=True, h0="DH")),
+    (1, dict(activation=A.relu), dict(sg=True, h0="1NDH", has_b=False)),
+]
+
+
+def _route_spies(monkeypatch):
+    from mpsgraph.backends.torch import gru_route
+
+    calls = {"forward": 0, "backward": 0}
+    fwd, bwd = gru_route.cudnn_forward, gru_route.cudnn_backward
+
+    def f(*a):
+        calls["forward"] += 1
+        return fwd(*a)
+
+    def b(*a):
+        calls["backward"] += 1
+        return bwd(*a)
+
+    monkeypatch.setattr(gru_route, "cudnn_forward", f)
+    monkeypatch.setattr(gru_route, "cudnn_backward", b)
+    return calls
+
+
+@pytest.mark.parametrize("device", [p for p in CPU_DEVICES if p.values[0] != "cpu"])
+@pytest.mark.parametrize("gates,dkw,ckw", ROUTE_CASES)
+def test_torch_rnn_route_training_step_matches_the_oracle(rng, monkeypatch, gates, dkw, ckw,
+                                                          device):
+    """MPSGRAPH_GRU_KERNEL=cudnn: a training step (forward + Gradients op, zState read by the
+    Gradients op alone) runs through torch.gru / rnn_tanh / rnn_relu under autograd (cuDNN on
+    CUDA; gru_route.py), every gradient (stateGradient too) against the float64 oracle."""
+    monkeypatch.setenv("MPSGRAPH_GRU_KERNEL", "cudnn")
+    calls = _route_spies(monkeypatch)
+    case = Case(rng, gates, **ckw)
+    desc = (mg.GRUDescriptor if gates == 3 else mg.SingleGateRNNDescriptor)(training=True,
+                                                                             **dkw)
+    g = mg.Graph()
+    ph = {k: g.placeholder(list(v.shape), mg.float32, name=k) for k, v in case.user.items()}
+    opt = {k: t for k, t in ph.items() if k not in ("source", "recurrentWeight")}
+    ds = g.placeholder([case.T, case.N, case.D * case.H], mg.float32)
+    feeds = {ph[k]: v.astype(np.float32) for k, v in case.user.items()}
+    feeds[ds] = case.dstate.astype(np.float32)
+    extra = {}
+    if case.sg is not None:
+        sgt = g.placeholder(list(case.sg.shape), mg.float32)
+        feeds[sgt] = case.sg.astype(np.float32)
+        extra["stateGradient"] = sgt
+    if gates == 3:
+        state, z = g.GRU(ph["source"], ph["recurrentWeight"], descriptor=desc, **opt)
+        grads = g.GRUGradients(ph["source"], ph["recurrentWeight"], ds, z, state,
+                               descriptor=desc, **extra, **opt)
+    else:
+        state, z = g.singleGateRNN(ph["source"], ph["recurrentWeight"], descriptor=desc, **opt)
+        grads = g.singleGateRNNGradients(ph["source"], ph["recurrentWeight"], ds, z,
+                                         descriptor=desc, **extra, **opt)
+    exe = g.compile({p: mg.ShapedType(list(v.shape), mg.float32) for p, v in feeds.items()},
+                    [state, *grads], device=_dev(device))
+    out = exe.run([feeds[t] for t in exe.feedTensors])
+    got = dict(zip(exe.targetTensors, out))
+    want = case.oracle(desc)
+    np.testing.assert_allclose(got[state].numpy(), want[0], **F32_TOL)
+    for k, t in enumerate(grads):
+        np.testing.assert_allclose(got[t].numpy().astype(np.float64), want[2 + k],
+                                   err_msg=f"gradient {k}", rtol=1e-4, atol=1e-5)
+    assert calls == {"forward": 1, "backward": 1}
+
+
+@pytest.mark.parametrize("device", [p for p in CPU_DEVICES if p.values[0] != "cpu"])
+def test_torch_rnn_route_not_taken_when_zstate_is_read(rng, monkeypatch, device):
+    """A training GRU whose zState is a target (or read by another op) keeps our path: the
+    zState must hold the gates. The same step with only the Gradients op reading it takes the
+    route."""
+    monkeypatch.setenv("MPSGRAPH_GRU_KERNEL", "cudnn")
+    calls = _route_spies(monkeypatch)
+    case = Case(rng, 3, b2=True)
+    desc = mg.GRUDescriptor(training=True, resetGateFirst=True, resetAfter=True)
+    got = case.run(desc, device)  # targets: state, zState, every gradient
+    for i, (a, b) in enumerate(zip(got, case.oracle(desc))):
+        np.testing.assert_allclose(a, b, err_msg=f"output {i}", **F32_TOL)
+    assert calls == {"forward": 0, "backward": 0}
+
+
+def test_torch_rnn_route_backward_declines_other_inputs():
+    """The Gradients op given a placeholder zState of other inputs gets None from the route
+    (and then recomputes the zState on our path)."""
+    torch = pytest.importorskip("torch")
+    from mpsgraph.backends.torch import gru_route
+    from mpsgraph.ops.rnn import GatedRNNAttrs
+
+    T, N, I, H = 3, 2, 4, 5
+    a = GatedRNNAttrs(1, False, False, False, False, False, (2,), T, N, H, 2, False,
+                      ("source", "recurrentWeight", "inputWeight"),
+                      (("recurrentWeight", (H, H)), ("inputWeight", (H, I))))
+    x, R, W = torch.randn(T, N, I), torch.randn(H, H) * 0.3, torch.randn(H, I) * 0.3
+    state, zs = gru_route.cudnn_forward(x, R, W, None, None, None, a)
+    rec = gru_route.record(zs)
+    assert rec is not None and zs.shape == (T, N, H) and zs.untyped_storage().nbytes() <= 4
+    ds = torch.randn(T, N, H)
+    assert gru_route.cudnn_backward(rec, x.clone(), R, ds, None, W, None, None, None,
+                                    a) is None
+    g = gru_route.cudnn_backward(rec, x, R, ds, None, W, None, None, None, a)
+    xr, Rr, Wr = (t.clone().double().requires_grad_() for t in (x, R, W))
+    hs, h = [], torch.zeros(N, H, dtype=torch.float64)
+    for t in range(T):
+        h = torch.tanh(xr[t] @ Wr.t() + h @ Rr.t())
+        hs.append(h)
+    y = torch.stack(hs)
+    torch.testing.assert_close(state.double(), y.detach(), rtol=1e-5, atol=1e-6)
+    y.backward(ds.double())
+    for got, leaf in zip(g, (xr, Rr, Wr)):
+        torch.testing.assert_close(got.double(), leaf.grad, rtol=1e-4, atol=1e-5)

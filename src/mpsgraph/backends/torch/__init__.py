@@ -193,11 +193,13 @@ class Backend:
         return fusion if fusion.available(self.device) else None
 
     def plan_hook(self, steps: list[Any], keep: set[int]) -> None:
-        """Compile time: marks the LSTM steps whose cell / zState only their own
-        LSTMGradients read (lstm_route.py: they may run on cuDNN)."""
-        from . import lstm_route
+        """Compile time: marks the LSTM / GRU / singleGateRNN steps whose zState (and cell)
+        only their own Gradients op reads (lstm_route.py, gru_route.py: they may run on
+        cuDNN)."""
+        from . import gru_route, lstm_route
 
         lstm_route.plan_hook(steps, keep)
+        gru_route.plan_hook(steps, keep)
 
     def synchronize(self) -> None:
         if self.device.type == "cuda":

@@ -28,11 +28,13 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def enabled(device: torch.device) -> bool:
-    """MPSGRAPH_GRU_KERNEL=triton|torch (default triton) and Triton can run on `device`."""
+    """MPSGRAPH_GRU_KERNEL=triton|torch|cudnn (default triton) is not torch and Triton can run
+    on `device`."""
     v = os.environ.get("MPSGRAPH_GRU_KERNEL", "").strip().lower() or "triton"
-    if v not in ("triton", "torch"):
-        raise ValueError(f"MPSGRAPH_GRU_KERNEL={v!r}: expected triton or torch")
-    return v == "triton" and _triton_available(device)
+    if v not in ("triton", "torch", "cudnn"):
+        raise ValueError(f"MPSGRAPH_GRU_KERNEL={v!r}: expected triton, torch or cudnn")
+    return v != "torch" and _triton_available(device)  # ("cudnn": gru_route.py's route
+    # where it maps, these kernels elsewhere)
 
 
 def _applies(x, a) -> bool:

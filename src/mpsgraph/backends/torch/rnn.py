@@ -49,6 +49,7 @@ of R once, before the time loop, where it fits (the default, measured faster)
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import os
 
 import torch
@@ -662,96 +663,66 @@ def _gated_ops():
     )
 
 
-def _native_enabled() -> bool:
-    """MPSGRAPH_RNN_NATIVE=1 (opt-in): GRU / singleGateRNN forwards whose options match
-    PyTorch's fixed conventions run through torch's own recurrent op (cuDNN on CUDA)."""
-    return os.environ.get("MPSGRAPH_RNN_NATIVE", "").strip() == "1"
-
-
-def _native_forward(x, R, W, b, h0, mask, b2, a):
-    """The state [T, N, D*H] of a GRU / single-gate forward from torch.gru / torch.rnn_tanh /
-    torch.rnn_relu (cuDNN on CUDA), or None where its conventions do not match the call.
-
-    Applies to inference calls only (no zState to return): GRU with resetGateFirst,
-    resetAfter, flipZ False and the default activations (sigmoid, sigmoid, tanh) is
-    torch.nn.GRU with b_ih = bias, b_hh = [0, 0, secondaryBias] (SPEC 4.2); the single-gate
-    RNN with tanh or relu is torch.nn.RNN with b_ih = bias, b_hh = 0. inputWeight must be
-    given and the mask absent; a unidirectional `reverse` runs on the time-flipped sequence.
-    The half types compute in float32 (rounded once, as every path does); cuDNN's TF32 is
-    turned off for the call (float32 products, as the other paths)."""
-    if a.n_outputs != 1 or W is None or mask is not None or a.T == 0 or a.N == 0 or a.H == 0:
-        return None
-    if a.gates == 3:
-        if not (a.reset_gate_first and a.reset_after and not a.flip_z
-                and tuple(a.activations) == (SIGMOID, SIGMOID, TANH)):
-            return None
-        fn = torch.gru
-    elif a.activations[0] == TANH:
-        fn = torch.rnn_tanh
-    elif a.activations[0] == RELU:
-        fn = torch.rnn_relu
-    else:
-        return None
-    from .._lstm_glue import _state
-
-    in_dtype = x.dtype
-    dt = _compute_dtype(in_dtype)
-    N, D, H, G = a.N, a.D, a.H, a.gates * a.H
-    x, R, W = x.to(dt), R.to(dt).reshape(D, G, H), W.to(dt)
-    zeros = torch.zeros((D * G,), dtype=dt, device=x.device)
-    b = zeros if b is None else b.to(dt)
-    if h0 is None:
-        hx = torch.zeros((D, N, H), dtype=dt, device=x.device)
-    else:
-        hx = _state(_XP, h0.to(dt), N, D * H).reshape(N, D, H).permute(1, 0, 2).contiguous()
-    params = []
-    for d in range(D):
-        bhh = torch.zeros((G,), dtype=dt, device=x.device)
-        if a.gates == 3 and b2 is not None:
-            bhh[2 * H:] = b2.to(dt)[d * H:(d + 1) * H]
-        params += [W[d * G:(d + 1) * G].contiguous(), R[d].contiguous(),
-                   b[d * G:(d + 1) * G].contiguous(), bhh]
-    flip = a.reverse and not a.bidirectional
-    src = x.flip(0) if flip else x.contiguous()
-    with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
-        y, _ = fn(src, hx, params, True, 1, 0.0, False, a.bidirectional, False)
-    if flip:
-        y = y.flip(0)
-    return y.to(in_dtype).contiguous()
-
-
 def _register_gated() -> None:
-    """The gated kernels: the fused Triton kernels first (backends/torch/gru_fused.py,
-    kernels/gru_seq.py; MPSGRAPH_GRU_KERNEL=torch turns them off), else cuDNN where
-    MPSGRAPH_RNN_NATIVE=1 and the options allow (inference), else the per-step torch path."""
+    """The gated kernels: cuDNN's own GRU / RNN where gru_route.py chooses it (the options are
+    cuDNN's and the tuner measured it faster, or MPSGRAPH_GRU_KERNEL=cudnn), else the fused
+    Triton kernels (backends/torch/gru_fused.py, kernels/gru_seq.py; MPSGRAPH_GRU_KERNEL=torch
+    turns them off), else the per-step torch path."""
     from .._gru_glue import gated_kernels
-    from . import gru_fused
+    from . import gru_fused, gru_route
 
     ks = gated_kernels(_gated_ops())
     for _name, _fn in ks.items():
         kernel(_name)(_fn)
 
+    def ours_forward(x, R, W, b, h0, mask, b2, a):
+        y = gru_fused.forward(x, R, W, b, h0, mask, b2, a)
+        if y is not None:
+            return y
+        if a.gates == 3:
+            return ks["GRU"](x, R, W, b, h0, mask, b2, a)
+        return ks["singleGateRNN"](x, R, W, b, h0, mask, a)
+
+    def ours_backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a):
+        g = gru_fused.backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
+        if g is not None:
+            return g
+        if a.gates == 3:
+            return ks["GRUGradients"](x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2,
+                                      a)
+        return ks["singleGateRNNGradients"](x, R, dstate, zs, dh_final, W, b, h0, mask, a)
+
+    def forward(x, R, W, b, h0, mask, b2, a):
+        if gru_route.forward_choice(
+                x, R, W, b, h0, mask, b2, a,
+                lambda a2: ours_forward(x, R, W, b, h0, mask, b2, a2),
+                lambda zs, st, ga, ds: ours_backward(x, R, ds, zs, st, None, W, b, h0, mask,
+                                                     b2, ga)):
+            return gru_route.cudnn_forward(x, R, W, b, h0, b2, a)
+        return ours_forward(x, R, W, b, h0, mask, b2, a)
+
+    def backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a):
+        rec = gru_route.record(zs)
+        if rec is not None:
+            g = gru_route.cudnn_backward(rec, x, R, dstate, dh_final, W, b, h0, b2, a)
+            if g is not None:
+                return g
+            # a placeholder of other inputs: this call's zState (and state) on our path
+            out_fwd, zs = ours_forward(x, R, W, b, h0, mask, b2,
+                                       dataclasses.replace(a, n_outputs=2))
+        return ours_backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
+
     def GRU(x, R, W, b, h0, mask, b2, a):
-        y = _native_forward(x, R, W, b, h0, mask, b2, a) if _native_enabled() else None
-        if y is None:
-            y = gru_fused.forward(x, R, W, b, h0, mask, b2, a)
-        return ks["GRU"](x, R, W, b, h0, mask, b2, a) if y is None else y
+        return forward(x, R, W, b, h0, mask, b2, a)
 
     def singleGateRNN(x, R, W, b, h0, mask, a):
-        y = _native_forward(x, R, W, b, h0, mask, None, a) if _native_enabled() else None
-        if y is None:
-            y = gru_fused.forward(x, R, W, b, h0, mask, None, a)
-        return ks["singleGateRNN"](x, R, W, b, h0, mask, a) if y is None else y
+        return forward(x, R, W, b, h0, mask, None, a)
 
     def GRUGradients(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a):
-        g = gru_fused.backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
-        return ks["GRUGradients"](x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2,
-                                  a) if g is None else g
+        return backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
 
     def singleGateRNNGradients(x, R, dstate, zs, dh_final, W, b, h0, mask, a):
-        g = gru_fused.backward(x, R, dstate, zs, None, dh_final, W, b, h0, mask, None, a)
-        return ks["singleGateRNNGradients"](x, R, dstate, zs, dh_final, W, b, h0, mask,
-                                            a) if g is None else g
+        return backward(x, R, dstate, zs, None, dh_final, W, b, h0, mask, None, a)
 
     kernel("GRU")(GRU)
     kernel("singleGateRNN")(singleGateRNN)

@@ -1,0 +1,296 @@
+"""cuDNN's own GRU / RNN for the GRU and singleGateRNN calls whose options are cuDNN's, and the
+choice between it and our kernels (fused Triton, gru_fused.py, or the per-step torch path),
+by measurement on CUDA (autotune.py), as lstm_route.py does for the LSTM.
+
+The mapping (SPEC 4.2): a GRU with resetGateFirst, resetAfter, flipZ off and the default
+activations (sigmoid z, sigmoid r, tanh o) is torch.nn.GRU with w_ih = inputWeight, w_hh =
+recurrentWeight, b_ih = bias, b_hh = [0, 0, secondaryBias] (zeros where absent); a single-gate
+RNN with tanh or relu is torch.nn.RNN (b_hh = 0). inputWeight must be given and the mask
+absent; a unidirectional `reverse` runs on the time-flipped sequence. The op is torch.gru /
+torch.rnn_tanh / torch.rnn_relu: cuDNN on CUDA, torch's own kernels elsewhere (which the CPU
+tests use). float32 calls honour torch.backends.cuda.matmul.allow_tf32 (cuDNN's TF32 follows
+it for the call); on the CPU the half types compute in float32.
+
+Training calls: cuDNN keeps its own reserve space, not MPSGraph's zState. The route takes a
+training call only when its zState is read by nothing but the Gradients op of the same inputs
+and descriptor (`plan_hook` marks those steps at compile time, as lstm_route.plan_hook does).
+The forward then runs torch's op under autograd and returns the state and a placeholder zState
+(one element, expanded to the shape: no memory) carrying the autograd graph; the Gradients op
+runs torch.autograd.grad through it (cuDNN's backward from its reserve), every gradient in the
+shapes and order the op returns. A Gradients call whose placeholder belongs to other inputs
+(`cudnn_backward` returns None) recomputes the zState on our path first.
+
+MPSGRAPH_GRU_KERNEL (gru_fused.py): "triton" (the default; on CUDA the tuner chooses where the
+route maps), "torch" (never the route), "cudnn" (the route wherever it maps, on any device).
+MPSGRAPH_RNN_NATIVE=1 (older knob) takes the route for inference calls.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import os
+from typing import Any
+
+import torch
+
+from . import autotune
+
+INTERNAL: contextvars.ContextVar[bool] = contextvars.ContextVar("mpsgraph_gru_internal",
+                                                                default=False)
+_TAG = "_mpsgraph_torch_rnn"
+_SIGMOID, _TANH, _RELU = 3, 2, 1          # RNNActivation codes
+_FORWARD = {"GRU": "GRUGradients", "singleGateRNN": "singleGateRNNGradients"}
+# (forward input index, gradient input index): source, recurrentWeight, inputWeight, bias,
+# initState, mask, secondaryBias
+_SAME_INPUTS = {"GRU": ((0, 0), (1, 1), (2, 6), (3, 7), (4, 8), (5, 9), (6, 10)),
+                "singleGateRNN": ((0, 0), (1, 1), (2, 5), (3, 6), (4, 7), (5, 8))}
+
+
+def _knob() -> str:
+    return os.environ.get("MPSGRAPH_GRU_KERNEL", "").strip().lower() or "triton"
+
+
+def torch_op(a) -> Any:
+    """torch.gru / torch.rnn_tanh / torch.rnn_relu for these options, or None."""
+    if a.gates == 3:
+        if (a.reset_gate_first and a.reset_after and not a.flip_z
+                and tuple(int(v) for v in a.activations) == (_SIGMOID, _SIGMOID, _TANH)):
+            return torch.gru
+        return None
+    return {_TANH: torch.rnn_tanh, _RELU: torch.rnn_relu}.get(int(a.activations[0]))
+
+
+def maps(x, W, mask, a) -> bool:
+    """Whether torch's (cuDNN's) op computes this call (module docstring)."""
+    return (W is not None and mask is None and min(a.T, a.N, a.H) > 0 and torch_op(a) is not None
+            and x.dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+            and (x.device.type != "cuda" or (torch.backends.cudnn.is_available()
+                                             and torch.backends.cudnn.enabled)))
+
+
+def _compute_dtype(x) -> torch.dtype:
+    if x.device.type == "cuda" or x.dtype in (torch.float32, torch.float64):
+        return x.dtype
+    return torch.float32
+
+
+def _flags():
+    return torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled,
+                                      benchmark=torch.backends.cudnn.benchmark,
+                                      deterministic=torch.backends.cudnn.deterministic,
+                                      allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32))
+
+
+def _ptrs(*ts) -> tuple:
+    return tuple(None if t is None else (t.data_ptr(), tuple(t.shape), t.dtype) for t in ts)
+
+
+class _Record:
+    """What the Gradients op needs from a route forward: the autograd outputs and leaves."""
+
+    def __init__(self, y, hn, leaves: dict, ptrs: tuple):
+        self.y, self.hn, self.leaves, self.ptrs = y, hn, leaves, ptrs
+
+
+def record(zs) -> _Record | None:
+    return getattr(zs, _TAG, None)
+
+
+def _run(x, R, W, b, h0, b2, a, train: bool):
+    """(y [T, N, D*H], h_n [D, N, H], leaves) of torch's op in the compute dtype; with
+    `train` under autograd, the leaves being detached copies of the user's tensors."""
+    from .._lstm_glue import _state
+    from .rnn import _XP
+
+    fn = torch_op(a)
+    dt = _compute_dtype(x)
+    N, D, H, G = a.N, a.D, a.H, a.gates * a.H
+    named = dict(source=x, recurrentWeight=R, inputWeight=W, bias=b, initState=h0,
+                 secondaryBias=b2)
+    leaves = {}
+    if train:
+        for k, t in named.items():
+            if t is not None:
+                leaves[k] = named[k] = t.detach().requires_grad_()
+    xs, Rs, Ws = (named[k].to(dt) for k in ("source", "recurrentWeight", "inputWeight"))
+    R3 = Rs.reshape(D, G, H)
+    zeros = torch.zeros((G,), dtype=dt, device=x.device)
+    bs = None if named["bias"] is None else named["bias"].to(dt).reshape(-1)
+    b2s = None if named["secondaryBias"] is None else named["secondaryBias"].to(dt).reshape(-1)
+    params = []
+    for d in range(D):
+        bih = zeros if bs is None else bs[d * G:(d + 1) * G]
+        bhh = zeros
+        if a.gates == 3 and b2s is not None:
+            bhh = torch.cat([zeros[:2 * H], b2s[d * H:(d + 1) * H]])
+        params += [Ws[d * G:(d + 1) * G], R3[d], bih, bhh]
+    if named["initState"] is None:
+        hx = torch.zeros((D, N, H), dtype=dt, device=x.device)
+    else:
+        hx = _state(_XP, named["initState"].to(dt), N, D * H).reshape(N, D, H).permute(1, 0, 2)
+        hx = hx.contiguous()
+    flip = a.reverse and not a.bidirectional
+    src = xs.flip(0) if flip else xs
+    y, hn = fn(src, hx, params, True, 1, 0.0, train, a.bidirectional, False)
+    if flip:
+        y = y.flip(0)
+    return y, hn, leaves
+
+
+def cudnn_forward(x, R, W, b, h0, b2, a):
+    """The state (inference) or (state, placeholder zState) (training) through torch's op."""
+    train = a.n_outputs != 1
+    with _flags(), (torch.enable_grad() if train else torch.no_grad()):
+        y, hn, leaves = _run(x, R, W, b, h0, b2, a, train)
+    state = y.detach().to(x.dtype).contiguous()
+    if not train:
+        return state
+    one = torch.empty((1, 1, 1), dtype=x.dtype, device=x.device)
+    zs = one.expand(a.T, a.N, a.D * a.gates * a.H)
+    setattr(zs, _TAG, _Record(y, hn, leaves, _ptrs(x, R, W, b, h0, b2)))
+    return state, zs
+
+
+def cudnn_backward(rec: _Record, x, R, dstate, dh_final, W, b, h0, b2, a) -> Any:
+    """The Gradients op's outputs (a.outputs, in order, x's dtype) from a route forward's
+    record, or None when the record belongs to other inputs."""
+    if rec.ptrs != _ptrs(x, R, W, b, h0, b2):
+        return None
+    from .._lstm_glue import _state
+    from .rnn import _XP
+
+    N, D, H = a.N, a.D, a.H
+    outs, grads_in = [rec.y], [dstate.to(rec.y.dtype)]
+    if dh_final is not None:
+        dhn = _state(_XP, dh_final.to(rec.y.dtype), N, D * H).reshape(N, D, H).permute(1, 0, 2)
+        outs.append(rec.hn)
+        grads_in.append(dhn.contiguous())
+    names = [n for n in a.outputs if n in rec.leaves]
+    with _flags():
+        got = torch.autograd.grad(outs, [rec.leaves[n] for n in names], grads_in,
+                                  retain_graph=True, allow_unused=True)
+    g = dict(zip(names, got))
+    dt = x.dtype
+    out = []
+    for name in a.outputs:
+        v = g.get(name)
+        if name == "bias":
+            v = v.reshape(1, 1, -1)
+        elif name in ("recurrentWeight", "secondaryBias", "initState"):
+            shape = a.shape_of(name)
+            v = torch.zeros(shape, dtype=dt, device=x.device) if v is None else v.reshape(shape)
+        if v is None:
+            v = torch.zeros_like(rec.leaves.get(name, x))
+        out.append(v.detach().to(dt).contiguous())
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# the choice
+
+
+def _gradient_attrs(a):
+    """Attrs of the Gradients op of a forward call (every gradient of the inputs it has)."""
+    have = dict(a.shapes)
+    names = ["source", "recurrentWeight", "inputWeight", "bias", "initState"]
+    if a.gates == 3:
+        names.append("secondaryBias")
+    outs = tuple(n for n in names if n in ("source", "recurrentWeight") or n in have)
+    return dataclasses.replace(a, n_outputs=2, outputs=outs)
+
+
+def forward_choice(x, R, W, b, h0, mask, b2, a, ours_forward, ours_backward) -> bool:
+    """Whether this forward takes the route. `ours_forward(a)` / `ours_backward(zs, state, ga,
+    dstate)` run our path (the tuner times a training step of each way)."""
+    knob = _knob()
+    if knob == "torch" or not maps(x, W, mask, a):
+        return False
+    if a.n_outputs == 1:
+        mode = "infer"
+    elif INTERNAL.get():
+        mode = "train_internal"
+    else:
+        return False  # zState is read elsewhere: it must hold values
+    if knob == "cudnn" or (mode == "infer"
+                           and os.environ.get("MPSGRAPH_RNN_NATIVE", "").strip() == "1"):
+        return True
+    if not autotune.enabled(x.device):
+        return False
+    train = mode != "infer"
+    tf32 = x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32)
+    opts = (a.gates, a.reverse, a.bidirectional, a.n_outputs, tuple(dict(a.shapes)))
+    fast = ("GRU-route", tuple(x.shape), a.H, x.dtype, x.device, mode, opts, tf32)
+
+    def key():
+        tb = 1 << max(int(a.T) - 1, 0).bit_length()  # T by its power-of-two bucket
+        return autotune.key_string(
+            "GRU" if a.gates == 3 else "singleGateRNN", [tb, a.N, x.shape[2], a.H], x.dtype,
+            dict(reverse=a.reverse, bidirectional=a.bidirectional,
+                 activations=[int(v) for v in a.activations], given=sorted(dict(a.shapes))),
+            "tf32" if tf32 else "ieee", mode)
+
+    def cands():
+        memo: dict[str, torch.Tensor] = {}
+        ga = _gradient_attrs(a)
+
+        def dstate(like):
+            if "d" not in memo:
+                memo["d"] = torch.randn(like.shape, dtype=like.dtype, device=like.device)
+            return memo["d"]
+
+        def ours():
+            out = ours_forward(dataclasses.replace(a, n_outputs=2) if train else a)
+            if train:
+                ours_backward(out[1], out[0], ga, dstate(out[0]))
+
+        def cudnn():
+            out = cudnn_forward(x, R, W, b, h0, b2, dataclasses.replace(a, n_outputs=2)
+                                if train else a)
+            if train:
+                cudnn_backward(record(out[1]), x, R, dstate(out[0]), None, W, b, h0, b2, ga)
+
+        return {"ours": ours, "cudnn": cudnn}
+
+    return autotune.choose(key, cands, "ours", x.device, fast_key=fast) == "cudnn"
+
+
+# ----------------------------------------------------------------------------------------------
+# compile time: the GRU / singleGateRNN steps whose zState only their own Gradients op reads
+
+
+def plan_hook(steps, keep) -> None:
+    """Mark (by wrapping the kernel) every training GRU / singleGateRNN step whose zState is
+    no target and is read only as zState by Gradients steps of the same inputs and
+    descriptor. Called by the executable's plan (runtime/executable.py)."""
+    from .lstm_route import _desc
+
+    readers: dict[int, list[tuple[Any, int]]] = {}
+    for st in steps:
+        for i, s in enumerate(st.ins):
+            if s >= 0:
+                readers.setdefault(s, []).append((st, i))
+    for st in steps:
+        kind = getattr(st.op, "kind", None)
+        if kind not in _FORWARD or len(st.outs) != 2 or st.outs[1] in keep:
+            continue
+        ok = True
+        for rd, i in readers.get(st.outs[1], []):
+            if (getattr(rd.op, "kind", None) != _FORWARD[kind] or i != 3
+                    or any(st.ins[f] != rd.ins[g] for f, g in _SAME_INPUTS[kind])
+                    or _desc(st.op) != _desc(rd.op)):
+                ok = False
+        if ok:
+            st.kernel = _internal(st.kernel)
+
+
+def _internal(fn):
+    def internal_gated(*args, **kw):
+        tok = INTERNAL.set(True)
+        try:
+            return fn(*args, **kw)
+        finally:
+            INTERNAL.reset(tok)
+
+    internal_gated.__wrapped__ = fn
+    return internal_gated
