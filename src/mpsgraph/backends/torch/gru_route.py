@@ -263,34 +263,8 @@ def plan_hook(steps, keep) -> None:
     """Mark (by wrapping the kernel) every training GRU / singleGateRNN step whose zState is
     no target and is read only as zState by Gradients steps of the same inputs and
     descriptor. Called by the executable's plan (runtime/executable.py)."""
-    from .lstm_route import _desc
+    from .lstm_route import mark_internal
 
-    readers: dict[int, list[tuple[Any, int]]] = {}
-    for st in steps:
-        for i, s in enumerate(st.ins):
-            if s >= 0:
-                readers.setdefault(s, []).append((st, i))
-    for st in steps:
-        kind = getattr(st.op, "kind", None)
-        if kind not in _FORWARD or len(st.outs) != 2 or st.outs[1] in keep:
-            continue
-        ok = True
-        for rd, i in readers.get(st.outs[1], []):
-            if (getattr(rd.op, "kind", None) != _FORWARD[kind] or i != 3
-                    or any(st.ins[f] != rd.ins[g] for f, g in _SAME_INPUTS[kind])
-                    or _desc(st.op) != _desc(rd.op)):
-                ok = False
-        if ok:
-            st.kernel = _internal(st.kernel)
-
-
-def _internal(fn):
-    def internal_gated(*args, **kw):
-        tok = INTERNAL.set(True)
-        try:
-            return fn(*args, **kw)
-        finally:
-            INTERNAL.reset(tok)
-
-    internal_gated.__wrapped__ = fn
-    return internal_gated
+    for kind, grad_kind in _FORWARD.items():
+        mark_internal(steps, keep, kind, 2, {1: 3}, grad_kind, _SAME_INPUTS[kind], INTERNAL,
+                      "internal_gated")

@@ -344,26 +344,36 @@ def plan_hook(steps, keep) -> None:
     """Mark (by wrapping the kernel) every LSTM step with three outputs whose cell and zState
     are no target and are read only as cell / zState by LSTMGradients steps of the same inputs
     and descriptor. Called by the executable's plan (runtime/executable.py)."""
+    mark_internal(steps, keep, "LSTM", 3, {1: 4, 2: 3}, "LSTMGradients", _SAME_INPUTS,
+                  INTERNAL, "internal_lstm")
+
+
+def mark_internal(steps, keep, kind: str, n_outs: int, reads: dict[int, int], grad_kind: str,
+                  same_inputs, var: contextvars.ContextVar, name: str) -> None:
+    """Wrap the kernel of every `kind` step with `n_outs` outputs whose outputs `reads` (output
+    index -> the input position of `grad_kind` that may read it) are no targets and are read
+    only there, by `grad_kind` steps with the same inputs (`same_inputs`: (forward input,
+    gradient input) index pairs) and descriptor; the wrapper (named `name`) sets `var` to True
+    while the kernel runs (lstm_route.py, gru_route.py: such a step may run on cuDNN)."""
     readers: dict[int, list[tuple[Any, int]]] = {}
     for st in steps:
         for i, s in enumerate(st.ins):
             if s >= 0:
                 readers.setdefault(s, []).append((st, i))
     for st in steps:
-        if getattr(st.op, "kind", None) != "LSTM" or len(st.outs) != 3:
+        if getattr(st.op, "kind", None) != kind or len(st.outs) != n_outs:
             continue
-        cell_s, z_s = st.outs[1], st.outs[2]
-        if cell_s in keep or z_s in keep:
+        if any(st.outs[o] in keep for o in reads):
             continue
         ok = True
-        for s, pos in ((cell_s, 4), (z_s, 3)):
-            for rd, i in readers.get(s, []):
-                if (getattr(rd.op, "kind", None) != "LSTMGradients" or i != pos
-                        or any(st.ins[a] != rd.ins[g] for a, g in _SAME_INPUTS)
+        for o, pos in reads.items():
+            for rd, i in readers.get(st.outs[o], []):
+                if (getattr(rd.op, "kind", None) != grad_kind or i != pos
+                        or any(st.ins[a] != rd.ins[g] for a, g in same_inputs)
                         or _desc(st.op) != _desc(rd.op)):
                     ok = False
         if ok:
-            st.kernel = _internal(st.kernel)
+            st.kernel = _internal(st.kernel, var, name)
 
 
 def _desc(op) -> Any:
@@ -376,13 +386,14 @@ def _desc(op) -> Any:
         return repr(d)
 
 
-def _internal(fn):
-    def internal_lstm(*args, **kw):
-        tok = INTERNAL.set(True)
+def _internal(fn, var: contextvars.ContextVar, name: str):
+    def internal(*args, **kw):
+        tok = var.set(True)
         try:
             return fn(*args, **kw)
         finally:
-            INTERNAL.reset(tok)
+            var.reset(tok)
 
-    internal_lstm.__wrapped__ = fn
-    return internal_lstm
+    internal.__name__ = internal.__qualname__ = name
+    internal.__wrapped__ = fn
+    return internal
