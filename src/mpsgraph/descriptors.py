@@ -147,6 +147,26 @@ class _ExplicitPadding(Descriptor):
         self.paddingStyle = PaddingStyle.explicit
 
 
+_STEPS_2D = ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY")
+_PADS_2D = ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom")
+
+
+def _checked_conv_2d(d, op: str, name: str | None, argument: str, positive: tuple[str, ...]):
+    """The checks the 2-D convolution descriptors share, on `d` (the caller's fresh copy):
+    `positive` properties >= 1, paddings >= 0, padding style and data layout, weightsLayout
+    OIHW or HWIO."""
+    for prop in positive:
+        setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
+    for prop in _PADS_2D:
+        setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
+    _check_style_and_layout(d, op, name, argument)
+    L = TensorNamedDataLayout
+    d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
+                                  (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
+                                  argument)
+    return d
+
+
 @dataclass
 class Convolution2DOpDescriptor(_ExplicitPadding):
     """`MPSGraphConvolution2DOpDescriptor`.
@@ -180,17 +200,8 @@ class Convolution2DOpDescriptor(_ExplicitPadding):
         if not isinstance(self, Convolution2DOpDescriptor):
             raise op_error(DescriptorError, op, argument, "a Convolution2DOpDescriptor",
                            type(self).__name__, name)
-        d = dataclasses.replace(self)
-        for prop in ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY", "groups"):
-            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
-        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
-            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
-        _check_style_and_layout(d, op, name, argument)
-        L = TensorNamedDataLayout
-        d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
-                                      (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
-                                      argument)
-        return d
+        return _checked_conv_2d(dataclasses.replace(self), op, name, argument,
+                                _STEPS_2D + ("groups",))
 
 
 @dataclass
@@ -380,7 +391,7 @@ class Pooling2DOpDescriptor(_ExplicitPadding):
         for prop in ("kernelWidth", "kernelHeight", "strideInX", "strideInY",
                      "dilationRateInX", "dilationRateInY"):
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
-        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+        for prop in _PADS_2D:
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
         for prop in ("ceilMode", "includeZeroPadToAverage"):
             v = getattr(d, prop)
@@ -532,17 +543,7 @@ class DepthwiseConvolution2DOpDescriptor(_ExplicitPadding):
     def validated_copy(self, op: str, name: str | None, argument: str = "descriptor"
                        ) -> DepthwiseConvolution2DOpDescriptor:
         _type_check(self, DepthwiseConvolution2DOpDescriptor, op, name, argument)
-        d = dataclasses.replace(self)
-        for prop in ("strideInX", "strideInY", "dilationRateInX", "dilationRateInY"):
-            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
-        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
-            setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
-        _check_style_and_layout(d, op, name, argument)
-        L = TensorNamedDataLayout
-        d.weightsLayout = _check_enum(op, name, "weightsLayout", d.weightsLayout, L,
-                                      (L.OIHW, L.HWIO), "TensorNamedDataLayout.OIHW or HWIO",
-                                      argument)
-        return d
+        return _checked_conv_2d(dataclasses.replace(self), op, name, argument, _STEPS_2D)
 
 
 @dataclass
@@ -684,7 +685,7 @@ class ImToColOpDescriptor(_ExplicitPadding):
         for prop in ("kernelWidth", "kernelHeight", "strideInX", "strideInY",
                      "dilationRateInX", "dilationRateInY"):
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 1, argument))
-        for prop in ("paddingLeft", "paddingRight", "paddingTop", "paddingBottom"):
+        for prop in _PADS_2D:
             setattr(d, prop, _check_int(op, name, prop, getattr(d, prop), 0, argument))
         L = TensorNamedDataLayout
         d.dataLayout = _check_enum(op, name, "dataLayout", d.dataLayout, L, (L.NCHW, L.NHWC),
