@@ -31,7 +31,14 @@ __all__ = [
 ]
 
 
-class DataType(IntEnum):
+class _Enum(IntEnum):
+    """The Apple enums' base: repr as `Type.member`, as Swift prints them."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class DataType(_Enum):
     """`MPSDataType`: a width in the low bits plus flag bits (values from MPSCoreTypes.h)."""
 
     invalid = 0
@@ -85,10 +92,7 @@ class DataType(IntEnum):
                 return member
         raise TypeError(f"no MPSGraph DataType for NumPy dtype {dt}")
 
-    def __repr__(self) -> str:
-        return f"DataType.{self.name}"
-
-    __str__ = __repr__
+    __str__ = _Enum.__repr__
 
 
 _NUMPY: dict[DataType, np.dtype] = {
@@ -190,7 +194,7 @@ class ShapedType:
         return f"ShapedType(shape={self.shape}, dataType={self.dataType!r})"
 
 
-class PaddingStyle(IntEnum):
+class PaddingStyle(_Enum):
     """`MPSGraphPaddingStyle`. The case names are authoritative (Apple's one-line descriptions
     are shifted by one case)."""
 
@@ -200,11 +204,8 @@ class PaddingStyle(IntEnum):
     explicitOffset = 3
     ONNX_SAME_LOWER = 4
 
-    def __repr__(self) -> str:
-        return f"PaddingStyle.{self.name}"
 
-
-class PaddingMode(IntEnum):
+class PaddingMode(_Enum):
     """`MPSGraphPaddingMode` (padTensor, padGradient; values from MPSGraphCore.h)."""
 
     constant = 0
@@ -215,11 +216,8 @@ class PaddingMode(IntEnum):
     periodic = 5
     antiPeriodic = 6
 
-    def __repr__(self) -> str:
-        return f"PaddingMode.{self.name}"
 
-
-class TensorNamedDataLayout(IntEnum):
+class TensorNamedDataLayout(_Enum):
     """`MPSGraphTensorNamedDataLayout` (values from MPSGraphCore.h)."""
 
     NCHW = 0
@@ -234,11 +232,8 @@ class TensorNamedDataLayout(IntEnum):
     OIDHW = 9
     DHWIO = 10
 
-    def __repr__(self) -> str:
-        return f"TensorNamedDataLayout.{self.name}"
 
-
-class RNNActivation(IntEnum):
+class RNNActivation(_Enum):
     """`MPSGraphRNNActivation`. hardSigmoid is clip(0.2 a + 0.5, 0, 1) (see docs/semantics.md)."""
 
     none = 0
@@ -247,22 +242,16 @@ class RNNActivation(IntEnum):
     sigmoid = 3
     hardSigmoid = 4
 
-    def __repr__(self) -> str:
-        return f"RNNActivation.{self.name}"
 
-
-class LossReductionType(IntEnum):
+class LossReductionType(_Enum):
     """`MPSGraphLossReductionType`."""
 
     none = 0
     sum = 1
     mean = 2
 
-    def __repr__(self) -> str:
-        return f"LossReductionType.{self.name}"
 
-
-class ScatterMode(IntEnum):
+class ScatterMode(_Enum):
     """`MPSGraphScatterMode` (MPSGraphScatterNDOps.h): how a scatter combines an update with the
     value already at its destination (semantics: ops/gather.py)."""
 
@@ -274,11 +263,8 @@ class ScatterMode(IntEnum):
     max = 5
     set = 6
 
-    def __repr__(self) -> str:
-        return f"ScatterMode.{self.name}"
 
-
-class RandomDistribution(IntEnum):
+class RandomDistribution(_Enum):
     """`MPSGraphRandomDistribution` (MPSGraphRandomOps.h): uniform in [min, max) for float
     types and [minInteger, maxInteger] for integer types; normal (mean, standardDeviation);
     truncatedNormal (a normal truncated to [min, max))."""
@@ -287,26 +273,14 @@ class RandomDistribution(IntEnum):
     normal = 1
     truncatedNormal = 2
 
-    def __repr__(self) -> str:
-        return f"RandomDistribution.{self.name}"
 
-
-class RandomNormalSamplingMethod(IntEnum):
+class RandomNormalSamplingMethod(_Enum):
     """`MPSGraphRandomNormalSamplingMethod`: invCDF (the inverse of the normal CDF applied to
     uniform values) or boxMuller (the Box-Muller transform; rejection sampling for the
     truncated normal)."""
 
     invCDF = 0
     boxMuller = 1
-
-    def __repr__(self) -> str:
-        return f"RandomNormalSamplingMethod.{self.name}"
-
-
-
-class _Enum(IntEnum):
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}.{self.name}"
 
 
 class ResizeMode(_Enum):
@@ -363,7 +337,7 @@ class ReductionMode(_Enum):
     argumentMax = 5
 
 
-class PoolingReturnIndicesMode(IntEnum):
+class PoolingReturnIndicesMode(_Enum):
     """`MPSGraphPoolingReturnIndicesMode` (Swift case names; raw values of MPSGraphPoolingOps.h).
 
     global*: the index of the maximum in the source, flattened over the 1..4 innermost axes;
@@ -380,5 +354,3 @@ class PoolingReturnIndicesMode(IntEnum):
     localFlatten3D = 7
     localFlatten4D = 8
 
-    def __repr__(self) -> str:
-        return f"PoolingReturnIndicesMode.{self.name}"
