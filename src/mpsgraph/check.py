@@ -345,16 +345,24 @@ def _lstm_case(rng, device, opts: dict) -> tuple[float, float]:
         return total
 
     order = [k for k in ("x", "R", "W", "b", "p", "h0", "c0") if k in vals]
-    v = {k: rng.standard_normal(vals[k].shape) for k in order}
+    return fwd_err, _directional_error(loss, canon, vals, order, grads, out, rng)
+
+
+def _directional_error(loss, point: dict, shapes: dict, order: list[str], grads, out,
+                       rng: np.random.Generator) -> float:
+    """|central difference of `loss` at `point` along a random direction v (over the arrays
+    named in `order`, shaped as in `shapes`) - <our gradients `out[grads]`, v>|, relative to
+    sum |g v| (at least 1)."""
+    v = {k: rng.standard_normal(shapes[k].shape) for k in order}
     eps = 1e-6
-    num = (loss({k: canon[k] + eps * v[k] if k in v else canon[k] for k in canon})
-           - loss({k: canon[k] - eps * v[k] if k in v else canon[k] for k in canon})) / (2 * eps)
+    num = (loss({k: p + eps * v[k] if k in v else p for k, p in point.items()})
+           - loss({k: p - eps * v[k] if k in v else p for k, p in point.items()})) / (2 * eps)
     ana, scale = 0.0, 0.0
     for k, t in zip(order, grads):
         gk = out[t].numpy().astype(np.float64).reshape(v[k].shape)
         ana += np.vdot(gk, v[k])
         scale += np.vdot(np.abs(gk), np.abs(v[k]))
-    return fwd_err, abs(num - ana) / max(scale, 1.0)
+    return abs(num - ana) / max(scale, 1.0)
 
 
 def lstm_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
@@ -505,16 +513,7 @@ def _gated_case(rng, device, gru: bool, opts: dict) -> tuple[float, float]:
         return total
 
     order = [k for k in ("x", "R", "W", "b", "h0", "b2") if k in vals]
-    v = {k: rng.standard_normal(vals[k].shape) for k in order}
-    eps = 1e-6
-    num = (loss({k: vals[k] + eps * v[k] for k in vals})
-           - loss({k: vals[k] - eps * v[k] for k in vals})) / (2 * eps)
-    ana, scale = 0.0, 0.0
-    for k, t in zip(order, grads):
-        gk = out[t].numpy().astype(np.float64).reshape(v[k].shape)
-        ana += np.vdot(gk, v[k])
-        scale += np.vdot(np.abs(gk), np.abs(v[k]))
-    return fwd_err, abs(num - ana) / max(scale, 1.0)
+    return fwd_err, _directional_error(loss, vals, vals, order, grads, out, rng)
 
 
 def gru_sweep(device: Device, rng: np.random.Generator) -> Iterator[Row]:
