@@ -511,17 +511,22 @@ def canonical(t: torch.Tensor, memory_format=torch.contiguous_format) -> torch.T
     `is_contiguous()` ignores the strides of size-1 axes, and some of PyTorch's own kernels
     (its CPU convolutions) miscompute tensors whose size-1 axes carry odd strides: kernels that
     hand a tensor to such code, or build views from its strides, take it through here."""
-    shape = tuple(t.shape)
-    if memory_format == torch.channels_last:  # strides of the N, H, W, C order, as NCHW
-        _, c, h, w = (max(d, 1) for d in shape)
-        want = (h * w * c, 1, w * c, c)  # (empty tensors, whose strides vary, get a copy)
-    else:
-        from ..numpy import c_strides
-
-        want = c_strides(shape, 1)
-    if t.stride() == want:
+    if t.stride() == _exact_strides(tuple(t.shape), memory_format == torch.channels_last):
         return t
     return t.clone(memory_format=memory_format)
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_strides(shape: tuple[int, ...], channels_last: bool) -> tuple[int, ...]:
+    """The strides of a fresh tensor of `shape` (contiguous, or channels_last: the N, H, W, C
+    order of an NCHW shape), size-1 axes included; cached (kernels call `canonical` on every
+    operand of every call)."""
+    if channels_last:
+        _, c, h, w = (max(d, 1) for d in shape)
+        return (h * w * c, 1, w * c, c)  # (empty tensors, whose strides vary, get a copy)
+    from ..numpy import c_strides
+
+    return c_strides(shape, 1)
 
 
 _TABLES: dict[tuple, torch.Tensor] = {}

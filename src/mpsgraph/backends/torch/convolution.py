@@ -254,11 +254,12 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
     if _degenerate(x, w, out_shape=a.out_shape):
         return _empty_result(a.out_shape, x)
     x, w = canonical(x), canonical(w)
-    if _pointwise(a, _oihw_view(w, a.weights_layout).shape, x):
+    wshape = _canon_shape(w.shape, a.weights_layout)  # (shapes, not permuted views: cheaper)
+    if _pointwise(a, wshape, x):
         wm = _weight_matrix(w, a.weights_layout)
         return torch.mm(x.reshape(-1, x.shape[3]), wm).view(a.out_shape)
-    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1],
-                     _oihw_view(w, a.weights_layout).shape, x.dtype, x.device)
+    tdw = _depthwise(a.groups, _canon_shape(x.shape, a.data_layout)[1], wshape, x.dtype,
+                     x.device)
     paths, hand = _paths("forward", a, tdw, x)  # (hand rule: cuDNN for NHWC, measured faster)
     path = _pick("forward", a, (x.shape, w.shape), x, paths, hand,
                  lambda p: _forward_on(p, x, w, a, tdw))
@@ -289,10 +290,11 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     dy, w = canonical(dy), canonical(w)
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
-    if _pointwise(a, _oihw_view(w, a.weights_layout).shape, dy):
+    wshape = _canon_shape(w.shape, a.weights_layout)
+    if _pointwise(a, wshape, dy):
         wm = _weight_matrix(w, a.weights_layout)
         return torch.mm(dy.reshape(-1, dy.shape[3]), wm.t()).view(a.out_shape)
-    tdw = _depthwise(a.groups, c, _oihw_view(w, a.weights_layout).shape, dy.dtype, dy.device)
+    tdw = _depthwise(a.groups, c, wshape, dy.dtype, dy.device)
     paths, hand = _paths("data_grad", a, tdw, dy)
     path = _pick("data_grad", a, (dy.shape, w.shape, a.out_shape), dy, paths, hand,
                  lambda p: _data_grad_on(p, dy, w, a, tdw))
@@ -336,7 +338,8 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
         if a.weights_layout == L.HWIO:  # [C, O]
             return torch.mm(xm.t(), dym).view(a.out_shape)
         return torch.mm(dym.t(), xm).view(a.out_shape)  # OIHW: [O, C]
-    tdw = _depthwise(a.groups, _nchw(x, a.data_layout).shape[1], wshape, dy.dtype, dy.device)
+    tdw = _depthwise(a.groups, _canon_shape(x.shape, a.data_layout)[1], wshape, dy.dtype,
+                     dy.device)
     paths, hand = _paths("weights_grad", a, tdw, dy)  # (hand rule: cuDNN for NHWC)
     path = _pick("weights_grad", a, (dy.shape, x.shape, a.out_shape), dy, paths, hand,
                  lambda p: _weights_grad_on(p, dy, x, a, tdw))
