@@ -256,10 +256,17 @@ def row(bench, J, kind, shape, dtname, mdev, lstm_cells: dict, torch_path: bool)
         print(f"  [cudnn {name}] {G.short(e, 300)}", file=sys.stderr)
         bench.cleanup()
     verified = "no reference"
+    path = "hand rules"
     try:
+        from mpsgraph.backends.torch import autotune
+
+        autotune.reset_events()
         exe, inputs, compile_fn = case.compile_ours(mdev)
         out = exe.run(inputs)
         bench.sync()
+        ev = [e for e in autotune.events() if e["key"].startswith(("GRU:", "singleGateRNN:"))]
+        if ev:  # the autotuner's choice (gru_route.py: our kernels or cuDNN's own)
+            path = ev[-1]["choice"] + (" (cached)" if ev[-1]["cached"] else "")
         if ref is not None:
             G.agree(f"{name}: state", out[0], ref[0], rtol, atol, bad)
             G.agree(f"{name}: d source", out[1], ref[1], rtol, atol, bad)
@@ -301,7 +308,14 @@ def row(bench, J, kind, shape, dtname, mdev, lstm_cells: dict, torch_path: bool)
     cells["lstm"] = lstm_cells[key]
     exe = None
     bench.cleanup()
-    return {"name": name, "verified": verified, "flops": case.flops, "cells": cells}
+    return {"name": name, "verified": verified, "path": path, "flops": case.flops,
+            "cells": cells}
+
+
+def write_json(path: str, info: dict, rows: list) -> None:
+    out = [{**{k: v for k, v in r.items() if k != "cells"},
+            "cells": {k: c.json(r["flops"]) for k, c in r["cells"].items()}} for r in rows]
+    Path(path).write_text(json.dumps({"machine": info, "rows": out}, indent=1))
 
 
 def show(rows, cuda: bool) -> None:
@@ -312,8 +326,9 @@ def show(rows, cuda: bool) -> None:
     print("## GRU / single-gate RNN training step: ours vs cuDNN vs JAX (and our LSTM)\n")
     print("| case | ours eager ms | cuDNN eager ms | cuDNN eager/ours eager | ours graph ms "
           "| cuDNN graph ms | cuDNN graph/ours graph | JAX ms | JAX/ours eager "
-          "| our LSTM ms | LSTM/ours | our torch-path graph ms | torch-path/ours | verified |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| our LSTM ms | LSTM/ours | our torch-path graph ms | torch-path/ours | path "
+          "| verified |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         print(f"| {r['name']} | {c(r, 'ours').show()} | {c(r, 'cudnn').show()} "
               f"| {G.ratio(c(r, 'cudnn'), c(r, 'ours'))} | {c(r, 'ours_graph').show()} "
@@ -322,7 +337,8 @@ def show(rows, cuda: bool) -> None:
               f"| {c(r, 'jax').show()} | {G.ratio(c(r, 'jax'), c(r, 'ours'))} "
               f"| {c(r, 'lstm').show()} | {G.ratio(c(r, 'lstm'), c(r, ours_dev))} "
               f"| {c(r, 'ours_torch').show()} "
-              f"| {G.ratio(c(r, 'ours_torch'), c(r, 'ours_graph'))} | {r['verified']} |")
+              f"| {G.ratio(c(r, 'ours_torch'), c(r, 'ours_graph'))} | {r.get('path', '-')} "
+              f"| {r['verified']} |")
     print()
 
 
@@ -377,15 +393,15 @@ def main(argv=None) -> int:
                                 not args.no_torch_path))
                 r = rows[-1]
                 print("  row: " + r["name"] + " | " + " | ".join(
-                    f"{k} {c.show()}" for k, c in r["cells"].items()), file=sys.stderr,
-                    flush=True)
+                    f"{k} {c.show()}" for k, c in r["cells"].items())
+                    + f" | path {r.get('path', '-')}", file=sys.stderr, flush=True)
+                if args.json:  # after every row: a run stopped early keeps what it measured
+                    write_json(args.json, info, rows)
     show(rows, bench.cuda)
     print(f"total wall time {time.perf_counter() - t0:.0f} s")
     bad = [r["name"] for r in rows if r["verified"] in ("MISMATCH", "error")]
     if args.json:
-        out = [{**{k: v for k, v in r.items() if k != "cells"},
-                "cells": {k: c.json(r["flops"]) for k, c in r["cells"].items()}} for r in rows]
-        Path(args.json).write_text(json.dumps({"machine": info, "rows": out}, indent=1))
+        write_json(args.json, info, rows)
     if bad:
         print("not verified: " + ", ".join(bad), file=sys.stderr)
         return 1

@@ -628,3 +628,24 @@ def test_gru_route_through_tuner(tuner, monkeypatch, winner, gates):
     for gv, n in zip(got[1:], names):
         np.testing.assert_allclose(gv.numpy().reshape(lv[n].shape), lv[n].grad.numpy(),
                                    rtol=1e-4, atol=1e-5, err_msg=n)
+
+
+def test_gru_route_keys_tell_activations_apart(tuner, monkeypatch):
+    """tanh and relu single-gate RNNs of one shape are two keys (tuned apart), not one."""
+    import mpsgraph as mg
+
+    monkeypatch.delenv("MPSGRAPH_GRU_KERNEL", raising=False)
+    autotune.set_timer(lambda fn, dev: (fn(), 1.0)[1])
+    T, N, I, H = 3, 2, 4, 5
+    for act in (mg.RNNActivation.tanh, mg.RNNActivation.relu):
+        g = mg.Graph()
+        x = g.placeholder([T, N, I], name="x")
+        R = g.placeholder([H, H], name="R")
+        W = g.placeholder([H, I], name="W")
+        y = g.singleGateRNN(x, R, inputWeight=W,
+                            descriptor=mg.SingleGateRNNDescriptor(activation=act))[0]
+        exe = g.compile({t: mg.ShapedType(list(t.shape), mg.float32) for t in (x, R, W)}, [y],
+                        device="torch-cpu")
+        exe.run([torch.randn(list(t.shape)) for t in exe.feedTensors])
+    keys = [e["key"] for e in autotune.events() if e["key"].startswith("singleGateRNN:")]
+    assert len(keys) == 2 and keys[0] != keys[1], keys

@@ -219,7 +219,8 @@ def forward_choice(x, R, W, b, h0, mask, b2, a, ours_forward, ours_backward) -> 
         return False
     train = mode != "infer"
     tf32 = x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32)
-    opts = (a.gates, a.reverse, a.bidirectional, a.n_outputs, tuple(dict(a.shapes)))
+    opts = (a.gates, a.reverse, a.bidirectional, tuple(int(v) for v in a.activations),
+            a.n_outputs, tuple(dict(a.shapes)))  # (everything the key below holds)
     fast = ("GRU-route", tuple(x.shape), a.H, x.dtype, x.device, mode, opts, tf32)
 
     def key():
