@@ -649,3 +649,23 @@ def test_gru_route_keys_tell_activations_apart(tuner, monkeypatch):
         exe.run([torch.randn(list(t.shape)) for t in exe.feedTensors])
     keys = [e["key"] for e in autotune.events() if e["key"].startswith("singleGateRNN:")]
     assert len(keys) == 2 and keys[0] != keys[1], keys
+
+
+def test_close_candidates_are_timed_again_round_robin(tuner, monkeypatch):
+    """Candidates within REFINE_RATIO of the fastest are timed REFINE_ROUNDS more times,
+    interleaved, and keep their best timing; a clearly slower one is timed once. Here "b"
+    measures slow at its first timing only (drift): the refinement finds it faster than "c"."""
+    _, calls = tuner
+    seq = {"a": iter([9.0]), "b": iter([1.2, 0.8, 0.9]), "c": iter([1.0, 1.0, 1.0])}
+
+    def timer(fn, dev):
+        name = fn()
+        calls.append(name)
+        return next(seq[name])
+
+    autotune.set_timer(timer)
+    k = autotune.key_string("op", [11])
+    assert autotune.choose(k, cands("a", "b", "c"), "a", "cpu") == "b"
+    assert calls == ["a", "b", "c", "b", "c", "b", "c"]
+    ev = autotune.events()[-1]
+    assert ev["times_ms"] == {"a": 9.0, "b": 0.8, "c": 1.0}
