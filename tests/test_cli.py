@@ -3,6 +3,7 @@ wrong, 2 on a bad device."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -92,7 +93,7 @@ def test_version(capsys):
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["check", "--help"],
-                                  ["draw", "--help"]])
+                                  ["draw", "--help"], ["tuning", "--help"]])
 def test_one_prog_name(argv, capsys):
     with pytest.raises(SystemExit):
         cli.main(argv)
@@ -188,3 +189,43 @@ def test_check_new_suites_fail_on_a_wrong_kernel(monkeypatch, capsys, kernel, su
     assert cli.main(["check", "--device", "cpu", "--suite", suite]) == 1
     out = capsys.readouterr().out
     assert any("FAIL" in line and row in line for line in out.splitlines()), out
+
+
+def test_tuning_shows_and_clears_the_cache(monkeypatch, tmp_path, capsys):
+    """`mpsgraph tuning` prints each cached key with its choice and candidate times (this
+    machine's section; --all every section), `--clear` deletes the file."""
+    pytest.importorskip("torch")
+    from mpsgraph.backends.torch import autotune
+
+    path = tmp_path / "at.json"
+    monkeypatch.setenv("MPSGRAPH_AUTOTUNE_CACHE", str(path))
+    monkeypatch.setenv("MPSGRAPH_AUTOTUNE", "1")
+    autotune.clear()
+    autotune.set_timer(lambda fn, dev: {"fast": 1.0, "slow": 2.0}[fn()])
+    try:
+        k = autotune.key_string("conv2d.forward", [[1, 2, 3, 4]], "float32", {}, "ieee")
+        assert autotune.choose(k, {"fast": lambda: "fast", "slow": lambda: "slow"}, "slow",
+                               "cpu") == "fast"
+    finally:
+        autotune.set_timer(None)
+    data = json.loads(path.read_text())
+    data["sections"]["another GPU | torch 9"] = {"LSTM:[1]": {"choice": "cudnn"}}
+    path.write_text(json.dumps(data))
+    assert cli.main(["tuning"]) == 0
+    out = capsys.readouterr().out
+    assert str(path) in out and k in out
+    assert "-> fast  (fast 1, slow 2 ms" in out and "another GPU" not in out
+    assert cli.main(["tuning", "--all"]) == 0
+    assert "another GPU | torch 9" in capsys.readouterr().out
+    assert cli.main(["tuning", "--clear"]) == 0
+    assert capsys.readouterr().out.startswith("removed") and not path.exists()
+    assert cli.main(["tuning"]) == 0
+    assert "(no file yet)" in capsys.readouterr().out
+    autotune.clear()
+
+
+def test_tuning_without_torch_is_one_clean_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert cli.main(["tuning"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mpsgraph tuning: error:") and "mpsgraph[torch]" in line

@@ -1,5 +1,6 @@
 """The `mpsgraph` command (also `python -m mpsgraph`): `check` (trust an install), `demo` (train
-two models on the digits data set) and `draw` (draw the graphs a script builds).
+two models on the digits data set), `draw` (draw the graphs a script builds) and `tuning` (show
+or clear the torch backend's autotuning cache).
 
 Every subcommand reports a missing optional extra or an absent device as one line on stderr,
 `mpsgraph <command>: error: ...`, and exit status 2 (argparse's own usage errors also exit 2).
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=PROG, description="mpsgraph: Apple's MPSGraph, portable.")
     p.add_argument("--version", action="version", version=_version())
-    sub = p.add_subparsers(dest="command", required=True, metavar="{check,demo,draw}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{check,demo,draw,tuning}")
     c = sub.add_parser("check", help="sweep every op option against float64 references and "
                        "finite differences; exit status 1 on any FAIL",
                        description="Sweep every op option against float64 references and "
@@ -86,7 +87,48 @@ def build_parser() -> argparse.ArgumentParser:
                        description=viewer.CLI_DESCRIPTION)
     viewer.add_arguments(w)
     w.set_defaults(func=viewer.run_cli)
+    t = sub.add_parser("tuning", help="show (or --clear) the autotuner's cache of path "
+                       "choices (torch backend)",
+                       description="Show the torch backend's autotuning cache: for each "
+                       "tuned key (op, shape, dtype, options, precision, mode) the path "
+                       "chosen and every candidate's time. The file is "
+                       "$MPSGRAPH_AUTOTUNE_CACHE, else $XDG_CACHE_HOME/mpsgraph/autotune.json, "
+                       "else ~/.cache/mpsgraph/autotune.json; one section per GPU and library "
+                       "versions.")
+    t.add_argument("--all", action="store_true",
+                   help="every machine section of the file, not only this machine's")
+    t.add_argument("--clear", action="store_true", help="delete the file (everything retunes)")
+    t.set_defaults(func=_tuning)
     return p
+
+
+def _tuning(args: argparse.Namespace) -> int:
+    require_extra("torch", "torch")
+    from .backends.torch import autotune
+
+    path = autotune.cache_path()
+    if args.clear:
+        existed = path.exists()
+        autotune.clear(memory_only=False)
+        print(f"{'removed' if existed else 'no file at'} {path}")
+        return 0
+    sections = autotune.cached_sections()
+    me = autotune.identity()
+    print(f"autotuning cache: {path}{'' if path.exists() else ' (no file yet)'}")
+    print(f"this machine: {me}")
+    shown = {k: v for k, v in sections.items() if args.all or k == me}
+    if not shown:
+        print("no choices cached for this machine" + ("" if args.all else
+              f" ({len(sections)} other section(s): --all shows them)"))
+    for ident, entries in shown.items():
+        print(f"\n[{ident}] {len(entries)} key(s)")
+        for key in sorted(entries):
+            e = entries[key]
+            times = ", ".join(f"{c} {t:.4g}" for c, t in sorted(
+                e.get("times_ms", {}).items(), key=lambda kv: kv[1]))
+            print(f"  {key}\n    -> {e['choice']}  ({times} ms; tuned in "
+                  f"{e.get('tune_ms', 0):.0f} ms)")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:

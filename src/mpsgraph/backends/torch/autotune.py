@@ -47,8 +47,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["enabled", "capturing", "choose", "cache_path", "identity", "events",
-           "tuning_ms", "clear", "key_string", "REPLAYS"]
+__all__ = ["enabled", "capturing", "choose", "cache_path", "cached_sections", "identity",
+           "events", "tuning_ms", "clear", "key_string", "REPLAYS"]
 
 REPLAYS = 3          # timed calls per candidate (after one warm-up call)
 # close calls are timed again: the candidates within REFINE_RATIO of the fastest get
@@ -207,6 +207,12 @@ def _save(key: str, entry: dict[str, Any]) -> None:
     except OSError as e:
         warnings.warn(f"mpsgraph autotune: cannot write {path} ({e}); the choice is kept in "
                       "memory only", RuntimeWarning, stacklevel=3)
+
+
+def cached_sections() -> dict[str, dict[str, Any]]:
+    """Every machine section of the cache file ({} when there is none): identity -> key ->
+    entry (choice, times_ms, fallback, tune_ms). `mpsgraph tuning` prints them."""
+    return _read_file(cache_path())
 
 
 def clear(memory_only: bool = True) -> None:
