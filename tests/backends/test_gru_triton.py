@@ -308,3 +308,75 @@ def test_tf32_opt_in(name, poison):
         _check(*_run(CASES[name]), tol=5e-3)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def test_tuned_tiling_runs_forward_and_backward(monkeypatch):
+    """An "ours:BN,BU" choice of the tuner (gru_route.py) runs both kernels under that tiling:
+    the forward's tuning picks it (its candidates stubbed to offer one, since on the CPU no
+    alternative tilings are offered), the Gradients op looks the same key up, and a compiled
+    training step still matches the float64 oracle."""
+    import mpsgraph as mg
+    from mpsgraph.backends.torch import autotune, gru_route
+
+    monkeypatch.setenv("MPSGRAPH_AUTOTUNE", "1")
+    autotune.clear()
+    autotune.set_timer(lambda fn, dev: {"ours": 2.0, "cudnn": 3.0, "ours:16,16": 1.0}[
+        (fn(), seen[-1])[1]])
+    seen: list[str] = []
+    monkeypatch.setattr(gru_route, "our_tilings", lambda x, a: ["ours:16,16"])
+    real_tiling = gru_route.tiling
+
+    def tiling(choice):
+        seen.append(choice if choice and choice.startswith("ours:") else "ours")
+        return real_tiling(choice)
+
+    monkeypatch.setattr(gru_route, "tiling", tiling)
+    real_cudnn = gru_route.cudnn_forward
+    monkeypatch.setattr(gru_route, "cudnn_forward",
+                        lambda *a: (seen.append("cudnn"), real_cudnn(*a))[1])
+    plans = []
+    real_plan = gru_seq._plan
+    monkeypatch.setattr(gru_seq, "_plan", lambda *a: (plans.append(a[7]), real_plan(*a))[1])
+    try:
+        T, N, I, H = 3, 2, 4, 20
+        rng = np.random.default_rng(3)
+        vals = {k: rng.uniform(-0.5, 0.5, s) for k, s in dict(
+            x=(T, N, I), R=(3 * H, H), W=(3 * H, I), b=(3 * H,), h0=(N, H),
+            b2=(H,), ds=(T, N, H)).items()}
+        g = mg.Graph()
+        ph = {k: g.placeholder(list(v.shape), mg.float32, name=k) for k, v in vals.items()}
+        d = mg.GRUDescriptor(training=True, resetGateFirst=True, resetAfter=True)
+        opt = dict(inputWeight=ph["W"], bias=ph["b"], initState=ph["h0"],
+                   secondaryBias=ph["b2"])
+        st, z = g.GRU(ph["x"], ph["R"], descriptor=d, **opt)
+        grads = g.GRUGradients(ph["x"], ph["R"], ph["ds"], z, st, descriptor=d, **opt)
+        exe = g.compile({ph[k]: mg.ShapedType(list(v.shape), mg.float32)
+                         for k, v in vals.items()}, [st, *grads], device="torch-cpu")
+        plans.clear()
+        out = exe.run([torch.tensor(vals[t.operation.name], dtype=torch.float32)
+                       for t in exe.feedTensors])
+        ev = [e for e in autotune.events() if e["key"].startswith("GRU:")]
+        assert len(ev) == 1 and ev[0]["choice"] == "ours:16,16", ev
+        assert set(ev[0]["times_ms"]) == {"ours", "cudnn", "ours:16,16"}
+        # a second run (the choice cached): the forward and the backward kernels plan under
+        # the chosen tiling, nothing else
+        plans.clear()
+        again = exe.run([torch.tensor(vals[t.operation.name], dtype=torch.float32)
+                         for t in exe.feedTensors])
+        assert len(plans) >= 2 and set(plans) == {(16, 16)}, plans
+        for a_, b_ in zip(out, again):
+            np.testing.assert_array_equal(a_.numpy(), b_.numpy())
+        want = gru_ref(vals["x"], vals["R"][None], vals["W"], vals["b"], vals["h0"], None,
+                       vals["b2"], reverse=False, bidirectional=False, reset_gate_first=True,
+                       reset_after=True, flip_z=False, activations=(3, 3, 2))[0]
+        np.testing.assert_allclose(out[0].numpy(), want, rtol=1e-5, atol=1e-5)
+        gw = gru_grad_ref(vals["x"], vals["R"][None], vals["ds"], vals["W"], vals["b"],
+                          vals["h0"], None, b2=vals["b2"], reverse=False, bidirectional=False,
+                          reset_gate_first=True, reset_after=True, flip_z=False,
+                          activations=(3, 3, 2))
+        for o, n in zip(out[1:], GRADS):
+            np.testing.assert_allclose(o.numpy().reshape(np.shape(gw[n])), gw[n], rtol=1e-4,
+                                       atol=1e-5, err_msg=n)
+    finally:
+        autotune.set_timer(None)
+        autotune.clear()

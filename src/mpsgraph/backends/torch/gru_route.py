@@ -1,6 +1,9 @@
 """cuDNN's own GRU / RNN for the GRU and singleGateRNN calls whose options are cuDNN's, and the
 choice between it and our kernels (fused Triton, gru_fused.py, or the per-step torch path),
-by measurement on CUDA (autotune.py), as lstm_route.py does for the LSTM.
+by measurement on CUDA (autotune.py), as lstm_route.py does for the LSTM. The candidates of a
+call: "ours" (the kernels as planned), "ours:BN,BU" (the persistent kernels under one of a
+few other tilings that fit the multiprocessors, `ALT_TILINGS`; a Gradients call looks the
+forward's choice up and runs its kernel under the same tiling) and "cudnn" (below).
 
 The mapping (SPEC 4.2): a GRU with resetGateFirst, resetAfter, flipZ off and the default
 activations (sigmoid z, sigmoid r, tanh o) is torch.nn.GRU with w_ih = inputWeight, w_hh =
@@ -27,6 +30,7 @@ MPSGRAPH_RNN_NATIVE=1 (older knob) takes the route for inference calls.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import os
@@ -200,60 +204,151 @@ def _gradient_attrs(a):
     return dataclasses.replace(a, n_outputs=2, outputs=outs)
 
 
-def forward_choice(x, R, W, b, h0, mask, b2, a, ours_forward, ours_backward) -> bool:
-    """Whether this forward takes the route. `ours_forward(a)` / `ours_backward(zs, state, ga,
-    dstate)` run our path (the tuner times a training step of each way)."""
-    knob = _knob()
-    if knob == "torch" or not maps(x, W, mask, a):
-        return False
+# our persistent kernels' other tilings timed besides the plan's (lstm_route.ALT_TILINGS)
+ALT_TILINGS = {True: ((16, 32), (16, 16)), False: ((64, 16), (32, 16))}
+
+
+def _mode(a) -> str:
     if a.n_outputs == 1:
-        mode = "infer"
-    elif INTERNAL.get():
-        mode = "train_internal"
-    else:
-        return False  # zState is read elsewhere: it must hold values
+        return "infer"
+    return "train_internal" if INTERNAL.get() else "train"
+
+
+def _given(W, b, h0, mask, b2) -> tuple:
+    return (W is not None, b is not None, None if h0 is None else tuple(h0.shape),
+            None if mask is None else tuple(mask.shape), b2 is not None)
+
+
+def _tf32(x) -> bool:
+    return x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _fast_key(x, W, b, h0, mask, b2, a, mode: str) -> tuple:
+    return ("GRU-route", tuple(x.shape), a.H, x.dtype, x.device, mode, a.gates, a.reverse,
+            a.bidirectional, a.reset_gate_first, a.reset_after, a.flip_z,
+            tuple(int(v) for v in a.activations), _given(W, b, h0, mask, b2), _tf32(x))
+
+
+def _key(x, W, b, h0, mask, b2, a, mode: str) -> str:
+    tb = 1 << max(int(a.T) - 1, 0).bit_length()  # T by its power-of-two bucket
+    return autotune.key_string(
+        "GRU" if a.gates == 3 else "singleGateRNN", [tb, a.N, x.shape[2], a.H], x.dtype,
+        dict(reverse=a.reverse, bidirectional=a.bidirectional,
+             reset_gate_first=a.reset_gate_first, reset_after=a.reset_after, flip_z=a.flip_z,
+             activations=[int(v) for v in a.activations],
+             given=[list(v) if isinstance(v, tuple) else v
+                    for v in _given(W, b, h0, mask, b2)]),
+        "tf32" if _tf32(x) else "ieee", mode)
+
+
+def our_tilings(x, a) -> list[str]:
+    """"ours:BN,BU" names of the persistent kernels' other tilings worth timing for this call
+    (CUDA launches only; none under MPSGRAPH_GRU_TILING or MPSGRAPH_GRU_KERNEL=torch)."""
+    from . import gru_fused
+
+    if (x.device.type != "cuda" or os.environ.get("MPSGRAPH_GRU_TILING", "").strip()
+            or not gru_fused.enabled(x.device) or min(a.T, a.N, a.H) <= 0
+            or x.dtype not in (torch.float32, torch.float16, torch.bfloat16)):
+        return []
+    from .kernels import gru_seq, lstm_seq_fwd
+
+    if lstm_seq_fwd.interpreting():
+        return []
+    got = gru_seq.plan(a.N, a.H, a.D, a.gates, x.device, x.dtype, _tf32(x), True)
+    if got is None:
+        return []
+    til = got[0]
+    sms = lstm_seq_fwd._sm_count(torch.cuda.current_device() if x.device.index is None
+                                 else x.device.index)
+    out = []
+    for bn, bu in ALT_TILINGS[a.N <= 64]:
+        if (til.block_n, til.block_u) == (bn, bu):
+            continue
+        if (bn > 16 and bn >= 2 * lstm_seq_fwd.pow2(a.N)) or (
+                bu > 16 and bu >= 2 * lstm_seq_fwd.pow2(a.H)):
+            continue
+        if lstm_seq_fwd.cdiv(a.N, bn) * lstm_seq_fwd.cdiv(a.H, bu) * a.D <= sms:
+            out.append(f"ours:{bn},{bu}")
+    return out
+
+
+@contextlib.contextmanager
+def tiling(choice: str | None):
+    """Run our kernels under the tiling an "ours:BN,BU" choice names (else as planned)."""
+    if not choice or not choice.startswith("ours:"):
+        yield
+        return
+    from .kernels import gru_seq
+
+    bn, bu = (int(v) for v in choice[5:].split(","))
+    tok = gru_seq.TILING.set((bn, bu))
+    try:
+        yield
+    finally:
+        gru_seq.TILING.reset(tok)
+
+
+def forward_choice(x, R, W, b, h0, mask, b2, a, ours_forward, ours_backward) -> str | None:
+    """The way this forward runs: "cudnn" (the route), "ours:BN,BU" (our kernels under that
+    tiling) or None (our kernels as planned). `ours_forward(a)` / `ours_backward(zs, state,
+    ga, dstate)` run our path; the tuner times a training step (or a forward) of each way."""
+    knob = _knob()
+    if knob == "torch":
+        return None
+    mode = _mode(a)
+    routable = mode != "train" and maps(x, W, mask, a)  # (zState read elsewhere: ours)
     if knob == "cudnn" or (mode == "infer"
                            and os.environ.get("MPSGRAPH_RNN_NATIVE", "").strip() == "1"):
-        return True
+        return "cudnn" if routable else None
     if not autotune.enabled(x.device):
-        return False
+        return None
     train = mode != "infer"
-    tf32 = x.dtype == torch.float32 and bool(torch.backends.cuda.matmul.allow_tf32)
-    opts = (a.gates, a.reverse, a.bidirectional, tuple(int(v) for v in a.activations),
-            a.n_outputs, tuple(dict(a.shapes)))  # (everything the key below holds)
-    fast = ("GRU-route", tuple(x.shape), a.H, x.dtype, x.device, mode, opts, tf32)
-
-    def key():
-        tb = 1 << max(int(a.T) - 1, 0).bit_length()  # T by its power-of-two bucket
-        return autotune.key_string(
-            "GRU" if a.gates == 3 else "singleGateRNN", [tb, a.N, x.shape[2], a.H], x.dtype,
-            dict(reverse=a.reverse, bidirectional=a.bidirectional,
-                 activations=[int(v) for v in a.activations], given=sorted(dict(a.shapes))),
-            "tf32" if tf32 else "ieee", mode)
 
     def cands():
+        names = (["cudnn"] if routable else []) + our_tilings(x, a)
+        if not names:
+            return {}
         memo: dict[str, torch.Tensor] = {}
         ga = _gradient_attrs(a)
+        a2 = dataclasses.replace(a, n_outputs=2) if train else a
 
         def dstate(like):
             if "d" not in memo:
                 memo["d"] = torch.randn(like.shape, dtype=like.dtype, device=like.device)
             return memo["d"]
 
-        def ours():
-            out = ours_forward(dataclasses.replace(a, n_outputs=2) if train else a)
-            if train:
-                ours_backward(out[1], out[0], ga, dstate(out[0]))
+        def ours(choice=None):
+            with tiling(choice):
+                out = ours_forward(a2)
+                if train:
+                    ours_backward(out[1], out[0], ga, dstate(out[0]))
 
         def cudnn():
-            out = cudnn_forward(x, R, W, b, h0, b2, dataclasses.replace(a, n_outputs=2)
-                                if train else a)
+            out = cudnn_forward(x, R, W, b, h0, b2, a2)
             if train:
                 cudnn_backward(record(out[1]), x, R, dstate(out[0]), None, W, b, h0, b2, ga)
 
-        return {"ours": ours, "cudnn": cudnn}
+        c = {"ours": ours}
+        for n in names:
+            c[n] = cudnn if n == "cudnn" else (lambda n=n: ours(n))
+        return c
 
-    return autotune.choose(key, cands, "ours", x.device, fast_key=fast) == "cudnn"
+    choice = autotune.choose(lambda: _key(x, W, b, h0, mask, b2, a, mode), cands, "ours",
+                             x.device, fast_key=_fast_key(x, W, b, h0, mask, b2, a, mode))
+    return None if choice == "ours" else choice
+
+
+def backward_choice(x, W, b, h0, mask, b2, a) -> str | None:
+    """The tiling the forward's tuning chose for this call ("ours:BN,BU"), or None: a
+    Gradients call on our path runs its kernel as the forward did."""
+    if _knob() == "torch" or not autotune.enabled(x.device):
+        return None
+    for mode in ("train", "train_internal"):
+        c = autotune.lookup(lambda mode=mode: _key(x, W, b, h0, mask, b2, a, mode),
+                            fast_key=_fast_key(x, W, b, h0, mask, b2, a, mode))
+        if c is not None and c.startswith("ours:"):
+            return c
+    return None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -693,24 +693,27 @@ def _register_gated() -> None:
         return ks["singleGateRNNGradients"](x, R, dstate, zs, dh_final, W, b, h0, mask, a)
 
     def forward(x, R, W, b, h0, mask, b2, a):
-        if gru_route.forward_choice(
-                x, R, W, b, h0, mask, b2, a,
-                lambda a2: ours_forward(x, R, W, b, h0, mask, b2, a2),
-                lambda zs, st, ga, ds: ours_backward(x, R, ds, zs, st, None, W, b, h0, mask,
-                                                     b2, ga)):
+        choice = gru_route.forward_choice(
+            x, R, W, b, h0, mask, b2, a,
+            lambda a2: ours_forward(x, R, W, b, h0, mask, b2, a2),
+            lambda zs, st, ga, ds: ours_backward(x, R, ds, zs, st, None, W, b, h0, mask, b2,
+                                                 ga))
+        if choice == "cudnn":
             return gru_route.cudnn_forward(x, R, W, b, h0, b2, a)
-        return ours_forward(x, R, W, b, h0, mask, b2, a)
+        with gru_route.tiling(choice):
+            return ours_forward(x, R, W, b, h0, mask, b2, a)
 
     def backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a):
         rec = gru_route.record(zs)
-        if rec is not None:
-            g = gru_route.cudnn_backward(rec, x, R, dstate, dh_final, W, b, h0, b2, a)
-            if g is not None:
-                return g
-            # a placeholder of other inputs: this call's zState (and state) on our path
-            out_fwd, zs = ours_forward(x, R, W, b, h0, mask, b2,
-                                       dataclasses.replace(a, n_outputs=2))
-        return ours_backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
+        with gru_route.tiling(gru_route.backward_choice(x, W, b, h0, mask, b2, a)):
+            if rec is not None:
+                g = gru_route.cudnn_backward(rec, x, R, dstate, dh_final, W, b, h0, b2, a)
+                if g is not None:
+                    return g
+                # a placeholder of other inputs: this call's zState (and state) on our path
+                out_fwd, zs = ours_forward(x, R, W, b, h0, mask, b2,
+                                           dataclasses.replace(a, n_outputs=2))
+            return ours_backward(x, R, dstate, zs, out_fwd, dh_final, W, b, h0, mask, b2, a)
 
     def GRU(x, R, W, b, h0, mask, b2, a):
         return forward(x, R, W, b, h0, mask, b2, a)

@@ -70,6 +70,7 @@ program co-resident (very large N * H), MPSGRAPH_GRU_KERNEL=torch.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 
@@ -617,12 +618,19 @@ def _resident_k(H: int, bn: int, bu: int, gates: int, half: bool, prec: str) -> 
     return K if fits else 0
 
 
+# (BN, BU) forced for the launches of this context: the autotuner's "ours:BN,BU" candidates
+# and their choice (backends/torch/gru_route.py); MPSGRAPH_GRU_TILING wins over it
+TILING: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
+    "mpsgraph_gru_tiling", default=None)
+
+
 def _override():
     """MPSGRAPH_GRU_TILING="BN,BU[,WARPS,STAGES]" (benchmarking; BN, BU powers of two >= 16),
-    or None. With WARPS and STAGES the launches take them as they are (no spill check)."""
+    else the context's TILING, or None. With WARPS and STAGES the launches take them as they
+    are (no spill check)."""
     spec = os.environ.get("MPSGRAPH_GRU_TILING", "").strip()
     if not spec:
-        return None
+        return TILING.get()
     try:
         v = [int(s) for s in spec.split(",")]
     except ValueError:
