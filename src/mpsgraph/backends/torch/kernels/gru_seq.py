@@ -127,6 +127,48 @@ def _load_tile(bb, s_bk, s_bu, ru, mu, H, RES_K: tl.constexpr):
 
 
 @triton.jit
+def _r_blocks(rb, s_rr, s_bk, s_bu, s_rs, ru, mu, H, GATES: tl.constexpr, BZ: tl.constexpr,
+              BR: tl.constexpr, RES: tl.constexpr, RES_K: tl.constexpr, PREC: tl.constexpr,
+              BLOCK_N: tl.constexpr, BLOCK_U: tl.constexpr):
+    """The three gate blocks of R[d] at rb (z, r, o; the single gate's one block three times)
+    and, with RES, their resident tiles (element (k, u) at block + k * s_bk + ru[u] * s_bu:
+    the forward reads R transposed, the backward as it is) with their "split" remainders; the
+    tiles are [BLOCK_N, BLOCK_U] zero placeholders without RES."""
+    if GATES == 3:
+        bz_ = rb + BZ * H * s_rr
+        br_ = rb + BR * H * s_rr
+        bo_ = rb + 2 * H * s_rr
+    else:
+        bz_ = rb
+        br_ = rb
+        bo_ = rb
+    t_z = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)  # placeholders (not RES)
+    t_r = t_z
+    t_o = t_z
+    l_z = t_z
+    l_r = t_z
+    l_o = t_z
+    if RES:
+        t_z = _load_tile(bz_, s_bk, s_bu, ru, mu, H, RES_K)
+        l_z = t_z
+        if PREC == "split":
+            l_z = _load_tile(bz_ + s_rs, s_bk, s_bu, ru, mu, H, RES_K)
+        t_r = t_z
+        t_o = t_z
+        l_r = l_z
+        l_o = l_z
+        if GATES == 3:
+            t_r = _load_tile(br_, s_bk, s_bu, ru, mu, H, RES_K)
+            t_o = _load_tile(bo_, s_bk, s_bu, ru, mu, H, RES_K)
+            l_r = t_r
+            l_o = t_o
+            if PREC == "split":
+                l_r = _load_tile(br_ + s_rs, s_bk, s_bu, ru, mu, H, RES_K)
+                l_o = _load_tile(bo_ + s_rs, s_bk, s_bu, ru, mu, H, RES_K)
+    return bz_, br_, bo_, t_z, t_r, t_o, l_z, l_r, l_o
+
+
+@triton.jit
 def _prod(acc0, acc1, acc2, NACC: tl.constexpr, ab, s_an, mb, s_mn, HAS_MASK: tl.constexpr,
           t0, l0, t1, l1, t2, l2, b0, b1, b2, s_bk, s_bu, s_rs, rn, mn, ru, mu, H,
           PREC: tl.constexpr, F32_DOT: tl.constexpr, RES: tl.constexpr, RES_K: tl.constexpr,
@@ -192,37 +234,9 @@ def _fwd_kernel(
     tile_m = rn[:, None] * s_mn + dH + ru[None, :]
     tile_hr = rn[:, None] * s_hrn + dH + ru[None, :]
     # R blocks (forward: B(k, u) = R[d][block * H + u, k])
-    if GATES == 3:
-        bz_ = rb + BZ * H * s_rr
-        br_ = rb + BR * H * s_rr
-        bo_ = rb + 2 * H * s_rr
-    else:
-        bz_ = rb
-        br_ = rb
-        bo_ = rb
-    t_z = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)  # placeholders (not RES)
-    t_r = t_z
-    t_o = t_z
-    l_z = t_z
-    l_r = t_z
-    l_o = t_z
-    if RES:
-        t_z = _load_tile(bz_, s_rc, s_rr, ru, mu, H, RES_K)
-        l_z = t_z
-        if PREC == "split":
-            l_z = _load_tile(bz_ + s_rs, s_rc, s_rr, ru, mu, H, RES_K)
-        t_r = t_z
-        t_o = t_z
-        l_r = l_z
-        l_o = l_z
-        if GATES == 3:
-            t_r = _load_tile(br_, s_rc, s_rr, ru, mu, H, RES_K)
-            t_o = _load_tile(bo_, s_rc, s_rr, ru, mu, H, RES_K)
-            l_r = t_r
-            l_o = t_o
-            if PREC == "split":
-                l_r = _load_tile(br_ + s_rs, s_rc, s_rr, ru, mu, H, RES_K)
-                l_o = _load_tile(bo_ + s_rs, s_rc, s_rr, ru, mu, H, RES_K)
+    bz_, br_, bo_, t_z, t_r, t_o, l_z, l_r, l_o = _r_blocks(
+        rb, s_rr, s_rc, s_rr, s_rs, ru, mu, H, GATES, BZ, BR, RES, RES_K, PREC, BLOCK_N,
+        BLOCK_U)
     if HAS_B2:
         b2v = tl.load(b2_ptr + dH + ru, mask=mu, other=0.0).to(tl.float32)[None, :]
     zero = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
@@ -431,37 +445,9 @@ def _bwd_kernel(
     tile_a = rn[:, None] * s_dan + dG + ru[None, :]
     tile_m = rn[:, None] * s_mn + dH + ru[None, :]
     # R blocks (backward: B(k, u) = R[d][block * H + k, ru[u]])
-    if GATES == 3:
-        bz_ = rb + BZ * H * s_rr
-        br_ = rb + BR * H * s_rr
-        bo_ = rb + 2 * H * s_rr
-    else:
-        bz_ = rb
-        br_ = rb
-        bo_ = rb
-    t_z = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)  # placeholders (not RES)
-    t_r = t_z
-    t_o = t_z
-    l_z = t_z
-    l_r = t_z
-    l_o = t_z
-    if RES:
-        t_z = _load_tile(bz_, s_rr, s_rc, ru, mu, H, RES_K)
-        l_z = t_z
-        if PREC == "split":
-            l_z = _load_tile(bz_ + s_rs, s_rr, s_rc, ru, mu, H, RES_K)
-        t_r = t_z
-        t_o = t_z
-        l_r = l_z
-        l_o = l_z
-        if GATES == 3:
-            t_r = _load_tile(br_, s_rr, s_rc, ru, mu, H, RES_K)
-            t_o = _load_tile(bo_, s_rr, s_rc, ru, mu, H, RES_K)
-            l_r = t_r
-            l_o = t_o
-            if PREC == "split":
-                l_r = _load_tile(br_ + s_rs, s_rr, s_rc, ru, mu, H, RES_K)
-                l_o = _load_tile(bo_ + s_rs, s_rr, s_rc, ru, mu, H, RES_K)
+    bz_, br_, bo_, t_z, t_r, t_o, l_z, l_r, l_o = _r_blocks(
+        rb, s_rr, s_rr, s_rc, s_rs, ru, mu, H, GATES, BZ, BR, RES, RES_K, PREC, BLOCK_N,
+        BLOCK_U)
     zero = tl.full((BLOCK_N, BLOCK_U), 0.0, tl.float32)
     cb = cb_ptr + rn[:, None] * s_cbn + dH + ru[None, :]  # the carry buffer [N, D*H]
     # the carry at the start of this launch: dh_final / zeros, or the previous launch's
