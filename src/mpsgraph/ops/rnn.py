@@ -356,7 +356,14 @@ def _mask_gradient(g: Graph, d: LSTMDescriptor, ins, state, cell, z, dstate, dce
             hp = g.concatTensors([first, g.sliceTensor(h, dimension=0, start=0, length=T - 1)],
                                  0)
         parts.append(g.multiplication(dAR, hp))
-    dm = parts[0] if D == 1 else g.concatTensors(parts, 2)                  # [T, N, D*H]
+    return _mask_in_its_form(g, parts, mask, N, DH)
+
+
+def _mask_in_its_form(g, parts, mask, N: int, DH: int):
+    """The mask's gradient from its per-direction [T, N, H] parts, in the mask's own form: the
+    per-step [T, N, D*H] as it is, a state-shaped mask summed over the steps and over its
+    broadcast axes (the LSTM's and the GRU / RNN's rules)."""
+    dm = parts[0] if len(parts) == 1 else g.concatTensors(parts, 2)         # [T, N, D*H]
     s = list(mask.shape)
     if len(s) == 3 and s[0] != 1:  # the per-step form [T, N, D*H]
         return dm
@@ -573,17 +580,7 @@ def _gated_mask_gradient(g: Graph, kind: str, d, ins, state, z, dstate) -> Tenso
             g.sliceTensor(h0, dimension=1, start=H * j, length=H), shape=[1, N, H]))
         rev = (j == 1) if d.bidirectional else d.reverse
         parts.append(g.multiplication(dhm, _state_prev(g, h, first, rev)))
-    dm = parts[0] if D == 1 else g.concatTensors(parts, 2)                  # [T, N, D*H]
-    s = list(mask.shape)
-    if len(s) == 3 and s[0] != 1:  # the per-step form [T, N, D*H]
-        return dm
-    dm = g.reshape(g.reductionSum(dm, axes=[0]), shape=[N, DH])
-    core = _drop_leading_ones(s)
-    core2 = [1] * (2 - len(core)) + core
-    axes = [i for i in (0, 1) if core2[i] == 1 and (N, DH)[i] != 1]
-    if axes:
-        dm = g.reductionSum(dm, axes=axes)
-    return g.reshape(dm, shape=s)
+    return _mask_in_its_form(g, parts, mask, N, DH)
 
 
 register_op("GRU", _infer_gated, _grad_gated)
