@@ -202,24 +202,30 @@ def _check_cu(lib: ctypes.CDLL, res: int, what: str) -> None:
                            f"({(msg.value or b'?').decode()})")
 
 
+def common_source() -> str:
+    """The device code the cluster kernels share (cluster_common.cuh beside this file)."""
+    return Path(__file__).with_name("cluster_common.cuh").read_text()
+
+
 def source() -> str:
-    """The CUDA source (lstm_cluster.cu beside this file)."""
-    return Path(__file__).with_name("lstm_cluster.cu").read_text()
+    """The CUDA source: cluster_common.cuh + lstm_cluster.cu (beside this file)."""
+    return common_source() + Path(__file__).with_name("lstm_cluster.cu").read_text()
 
 
 def compile_source(defines: dict[str, int], arch: str, nvrtc: ctypes.CDLL | None = None,
-                   ptxas_verbose: bool = False, text: str | None = None) -> tuple[bytes, str]:
-    """(CUBIN, log) of the CUDA source (`text`, default `source()`) with `defines` for `arch`
-    (e.g. "sm_90"). Runs without a GPU (the tests compile it on the CPU where an NVRTC library
-    is installed)."""
+                   ptxas_verbose: bool = False, text: str | None = None,
+                   name: str = "lstm_cluster.cu") -> tuple[bytes, str]:
+    """(CUBIN, log) of the CUDA source (`text`, default `source()`; `name` for NVRTC's
+    messages) with `defines` for `arch` (e.g. "sm_90"). Runs without a GPU (the tests compile
+    it on the CPU where an NVRTC library is installed)."""
     nvrtc = nvrtc or _nvrtc_lib()
     src = "".join(f"#define {k} {int(v)}\n" for k, v in defines.items())
     src += source() if text is None else text
     prog = ctypes.c_void_p()
-    res = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"lstm_cluster.cu", 0,
+    res = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), name.encode(), 0,
                                    None, None)
     if res != 0:
-        raise RuntimeError(f"lstm_cluster: nvrtcCreateProgram failed ({res})")
+        raise RuntimeError(f"{name}: nvrtcCreateProgram failed ({res})")
     opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", b"-default-device"]
     if ptxas_verbose:
         opts.append(b"--ptxas-options=-v")
@@ -232,7 +238,7 @@ def compile_source(defines: dict[str, int], arch: str, nvrtc: ctypes.CDLL | None
     log = buf.value.decode(errors="replace")
     if res != 0:
         nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
-        raise RuntimeError(f"lstm_cluster: NVRTC compile failed:\n{log}")
+        raise RuntimeError(f"{name}: NVRTC compile failed:\n{log}")
     nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
     cubin = ctypes.create_string_buffer(size.value)
     nvrtc.nvrtcGetCUBIN(prog, cubin)
@@ -319,21 +325,27 @@ def usable(device: torch.device, N: int, H: int, tensors) -> Config | None:
 _FAILED: dict[tuple, str] = {}  # compiles / loads that failed (not retried in this process)
 
 
-def _get(cfg: Config, device: torch.device, defs: dict[str, int]):
-    """The (forward, backward) kernels for `defs` on `device`, compiled and loaded at first use;
-    None (after one RuntimeWarning per configuration) when NVRTC or the driver refuses them
-    (e.g. an NVRTC or driver too old for st.async): the callers then run the Triton kernels."""
+def load_cached(kernels, cfg, device: torch.device, defs: dict[str, int], label: str):
+    """`kernels(key, arch, index)` (an lru-cached compile + load: the (forward, backward)
+    kernels for `defs` on `device`) at first use; None (after one RuntimeWarning per
+    configuration) when NVRTC or the driver refuses them (e.g. an NVRTC or driver too old for
+    st.async): the callers then run the Triton kernels."""
     index = torch.cuda.current_device() if device.index is None else device.index
     key = ((cfg, tuple(sorted(defs.items()))), _arch(index), index)
-    if key in _FAILED:
+    if (label, key) in _FAILED:
         return None
     try:
-        return _kernels(*key)
+        return kernels(*key)
     except (RuntimeError, OSError) as e:
-        _FAILED[key] = str(e)
-        warnings.warn(f"lstm_cluster: {e}; the Triton kernels run instead", RuntimeWarning,
-                      stacklevel=3)
+        _FAILED[(label, key)] = str(e)
+        warnings.warn(f"{label}: {e}; the Triton kernels run instead", RuntimeWarning,
+                      stacklevel=4)
         return None
+
+
+def _get(cfg: Config, device: torch.device, defs: dict[str, int]):
+    """The LSTM's (forward, backward) kernels for `defs` on `device` (`load_cached`)."""
+    return load_cached(_kernels, cfg, device, defs, "lstm_cluster")
 
 
 def _compiled(cfg: Config, device: torch.device, flags: dict[str, bool], *, reverse: bool,
@@ -343,7 +355,9 @@ def _compiled(cfg: Config, device: torch.device, flags: dict[str, bool], *, reve
                                      reverse=reverse, bidirectional=bidirectional, flags=flags))
 
 
-def _launch(kernel: _Kernel, directions: int, args: list) -> bool:
+def launch_or_warn(kernel: _Kernel, directions: int, args: list) -> bool:
+    """Launch one cluster per direction; False after a RuntimeWarning when the driver refuses
+    the launch (the callers then run the Triton kernels)."""
     try:
         kernel(directions, args)
         return True
@@ -366,7 +380,7 @@ def forward(cfg: Config, xp, R, h0, c0, mask, peephole, state, cell, zstate, *, 
         return False
     dm = state
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
-    return _launch(kernels[0], D, [
+    return launch_or_warn(kernels[0], D, [
         xp, R, dm if h0 is None else h0, dm if c0 is None else c0,
         dm if mask is None else mask, dm if peephole is None else peephole, zstate, cell, state,
         T, xp.stride(0), xp.stride(1), R.stride(0), R.stride(1), R.stride(2), st(h0, 0),
@@ -393,7 +407,7 @@ def backward(cfg: Config, dstate, zstate, cell, R, c0, mask, peephole, dcell, dh
         return False
     dm = dc0
     st = lambda a, i: 0 if a is None else a.stride(i)  # noqa: E731
-    ran = _launch(kernels[1], D, [
+    ran = launch_or_warn(kernels[1], D, [
         dstate, zstate, cell, R, dm if c0 is None else c0, dm if mask is None else mask,
         dm if peephole is None else peephole, dm if dcell is None else dcell,
         dm if dh_final is None else dh_final, dm if dc_final is None else dc_final, dA, dh0,
