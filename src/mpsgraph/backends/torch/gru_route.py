@@ -1,9 +1,11 @@
 """cuDNN's own GRU / RNN for the GRU and singleGateRNN calls whose options are cuDNN's, and the
 choice between it and our kernels (fused Triton, gru_fused.py, or the per-step torch path),
 by measurement on CUDA (autotune.py), as lstm_route.py does for the LSTM. The candidates of a
-call: "ours" (the kernels as planned), "ours:BN,BU" (the persistent kernels under one of a
-few other tilings that fit the multiprocessors, `ALT_TILINGS`; a Gradients call looks the
-forward's choice up and runs its kernel under the same tiling) and "cudnn" (below).
+call: "ours" (the kernels as planned: the cluster kernels of kernels/gru_cluster.py where they
+apply, else the persistent kernels under the plan's tiling), "ours:BN,BU" (the persistent
+kernels under one of a few other tilings that fit the multiprocessors, `ALT_TILINGS`, and the
+plan's own where "ours" is the cluster; a Gradients call looks the forward's choice up and runs
+its kernel under the same tiling) and "cudnn" (below).
 
 The mapping (SPEC 4.2): a GRU with resetGateFirst, resetAfter, flipZ off and the default
 activations (sigmoid z, sigmoid r, tanh o) is torch.nn.GRU with w_ih = inputWeight, w_hh =
@@ -261,6 +263,12 @@ def our_tilings(x, a) -> list[str]:
     sms = lstm_seq_fwd._sm_count(torch.cuda.current_device() if x.device.index is None
                                  else x.device.index)
     out = []
+    probe = torch.empty((a.D, a.gates * a.H, a.H), dtype=x.dtype, device="meta")
+    if gru_seq.cluster_config(x.device, a.N, a.H, a.D, probe, a.gates, a.reset_after, None,
+                              (x,)) is not None:
+        # "ours" is the cluster kernel (kernels/gru_cluster.py): the plan's tiling of the
+        # persistent kernels is a candidate of its own
+        out.append(f"ours:{til.block_n},{til.block_u}")
     for bn, bu in ALT_TILINGS[a.N <= 64]:
         if (til.block_n, til.block_u) == (bn, bu):
             continue

@@ -79,7 +79,7 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
-from . import cdiv, pow2
+from . import cdiv, gru_cluster, pow2
 from .lstm_cell import _act, _dact
 from .lstm_seq_fwd import (
     _CNT_STRIDE,
@@ -758,6 +758,17 @@ def _st(a, i):
     return 0 if a is None else a.stride(i)
 
 
+def cluster_config(dev: torch.device, N: int, H: int, D: int, R: torch.Tensor, gates: int,
+                   reset_after: bool, sync: bool | None, tensors):
+    """The cluster path's Config (kernels/gru_cluster.py: float32, N <= 16, H in 64..256, a
+    Hopper+ GPU) when the wrappers should take it: a CUDA call that asks for no particular
+    tiling or launch mode (sync None, no TILING / MPSGRAPH_GRU_TILING); else None."""
+    if (dev.type != "cuda" or sync is not None or _override() is not None
+            or R.shape != (D, gates * H, H)):
+        return None
+    return gru_cluster.usable(dev, N, H, gates, reset_after, (R, *tensors))
+
+
 def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
                      blocks: tuple[int, int], activations, reset_after: bool, flip_z: bool,
                      reverse: bool, bidirectional: bool, allow_tf32: bool = False,
@@ -773,6 +784,13 @@ def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
     dev = xp.device
     if T == 0 or N == 0 or H == 0:
         return False
+    cfg = cluster_config(dev, N, H, D, R, gates, reset_after, sync, (xp, h0, mask, b2, state,
+                                                                     zstate))
+    if cfg is not None and gru_cluster.forward(
+            cfg, xp, R, _unit(h0), _unit(mask), b2, state, zstate, blocks=blocks,
+            activations=activations, reset_after=reset_after, flip_z=flip_z, reverse=reverse,
+            bidirectional=bidirectional):
+        return True  # (the cluster path declines where its kernels cannot be compiled / run)
     if sync is None:
         sync = dev.type == "cuda" and not interpreting()
     got = plan(N, H, D, gates, dev, R.dtype, allow_tf32, sync)
@@ -825,6 +843,13 @@ def backward_sequence(dstate, zstate, out_fwd, R, h0, mask, q, dh_final, dA, dq,
     dev = zstate.device
     if T == 0 or N == 0 or H == 0:
         return False
+    cfg = cluster_config(dev, N, H, D, R, gates, reset_after, sync,
+                         (dstate, zstate, out_fwd, h0, mask, q, dh_final, dA, dq, dh0))
+    if cfg is not None and gru_cluster.backward(
+            cfg, *(_unit(a) for a in (dstate, zstate, out_fwd, R, h0, mask, q, dh_final)), dA,
+            dq, dh0, blocks=blocks, activations=activations, reset_after=reset_after,
+            flip_z=flip_z, reverse=reverse, bidirectional=bidirectional):
+        return True
     if sync is None:
         sync = dev.type == "cuda" and not interpreting()
     got = plan(N, H, D, gates, dev, R.dtype, allow_tf32, sync)
