@@ -98,6 +98,22 @@ def triton_kernels(*names: str) -> list:
             del os.environ["TRITON_INTERPRET"]
 
 
+def _cuda_present() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+# tests of the Triton kernels on CPU tensors: Triton picks its interpreter when a kernel is
+# defined (at import), so on a machine with a GPU the kernels are compiled ones, which CPU
+# tensors cannot run; the `gpu` tests cover the same paths there
+interpreter_only = pytest.mark.skipif(
+    _cuda_present(), reason="interpreter test (CPU tensors): the kernels are compiled for the "
+                            "GPU on this machine; the gpu tests cover them")
+
+
 def _devices() -> list:
     """Every device present: cpu always, torch-cpu with torch, cuda (marked gpu) with torch;
     MPSGRAPH_TEST_DEVICES=cpu,cuda (a comma-separated list) keeps only those."""

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from helpers import interpreter_only  # noqa: E402
 from mpsgraph.backends.torch import autotune  # noqa: E402
 
 
@@ -286,6 +287,7 @@ def test_conv_through_tuner(tuner, groups, layout):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+@interpreter_only
 def test_lstm_candidates_under_interpreter(tuner, monkeypatch):
     """Under TRITON_INTERPRET=1 our Triton paths are candidates: the tuner times each of them
     (a training step: forward + backward), every one agrees with the float64 reference, and a
@@ -456,6 +458,7 @@ def test_cudnn_path_training_step_gpu(bidir, dtname, mode, monkeypatch, tmp_path
                                    lv[n].grad.numpy(), err_msg=n, **tol)
 
 
+@interpreter_only
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_depthwise_paths_under_interpreter(tuner, monkeypatch, layout):
     """Under TRITON_INTERPRET=1 a depthwise convolution has two candidates (the Triton kernels

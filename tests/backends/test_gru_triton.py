@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-from helpers import triton_kernels  # noqa: E402
+from helpers import interpreter_only, triton_kernels  # noqa: E402
 
 (gru_seq,) = triton_kernels("gru_seq")
 
@@ -310,6 +310,7 @@ def test_tf32_opt_in(name, poison):
         torch.backends.cuda.matmul.allow_tf32 = saved
 
 
+@interpreter_only
 def test_tuned_tiling_runs_forward_and_backward(monkeypatch):
     """An "ours:BN,BU" choice of the tuner (gru_route.py) runs both kernels under that tiling:
     the forward's tuning picks it (its candidates stubbed to offer one, since on the CPU no

@@ -65,7 +65,9 @@ def test_nhwc_hwio_convolutions_with_the_triton_transpose(monkeypatch, k):
     assert calls == []
     monkeypatch.setenv("MPSGRAPH_TRITON_TRANSPOSE", "1")
     got = g.run(feeds, outs, device=device)
-    assert len(calls) == 3
+    # one transpose per op and run of the plan (on CUDA a run may execute it more than once:
+    # its warm-up before a graph capture)
+    assert calls and len(calls) % 3 == 0, calls
     ref = g.run(feeds, outs)  # NumPy
     for t in outs:
         np.testing.assert_allclose(got[t].numpy(), want[t].numpy(), rtol=1e-6, atol=1e-6)
