@@ -358,6 +358,16 @@ def summary(rows: list[dict], kind: str) -> dict:
     return out
 
 
+def _brief(r: dict) -> str:
+    """": ours graph ms / cuDNN graph ms = ratio, path" of a measured row ("" otherwise)."""
+    c = r.get("cells", {})
+    try:
+        o, d = c["ours_graph"].ms, c["cudnn_graph"].ms
+        return f": ours {o:.3f} / cuDNN {d:.3f} ms = {d / o:.2f}x, {r.get('path', '?')}"
+    except (KeyError, AttributeError, TypeError, ZeroDivisionError):
+        return ""
+
+
 def _json_row(r: dict) -> dict:
     d = {k: v for k, v in r.items() if k != "cells"}
     if "cells" in r:
@@ -419,8 +429,11 @@ def main(argv=None) -> int:
                       file=sys.stderr)
                 rows.append({"shape": label, "precision": prec, "skipped": why})
             bench.cleanup()
-            print(f"  done: {label} {prec} ({time.perf_counter() - t_start:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(f"  done: {label} {prec}{_brief(rows[-1])} "
+                  f"({time.perf_counter() - t_start:.0f} s)", file=sys.stderr, flush=True)
+            if args.json:  # (after every row: a run stopped by a time limit keeps its rows)
+                out["lstm"] = [_json_row(r) for r in rows]
+                Path(args.json).write_text(json.dumps(out, indent=1, default=str))
         print_table(rows, "lstm")
         out["lstm_summary"] = summary(rows, "LSTM")
         out["lstm"] = [_json_row(r) for r in rows]
@@ -444,6 +457,9 @@ def main(argv=None) -> int:
             bench.cleanup()
             print(f"  done: conv {label} {layout} {dt} ({time.perf_counter() - t_start:.0f} s)",
                   file=sys.stderr, flush=True)
+            if args.json:
+                out["conv"] = [_json_row(r) for r in rows]
+                Path(args.json).write_text(json.dumps(out, indent=1, default=str))
         print_table(rows, "conv")
         out["conv_summary"] = summary(rows, "convolution")
         out["conv"] = [_json_row(r) for r in rows]
