@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-from backends.test_gru_triton import CASES, _check, _run  # noqa: E402
+from backends.test_gru_triton import CASES, _check, _run, poison  # noqa: E402, F401 (poison: the fixture)
 from mpsgraph.backends.torch.kernels import gru_cluster as gc  # noqa: E402
 from mpsgraph.backends.torch.kernels import gru_seq, lstm_cluster  # noqa: E402
 
@@ -129,31 +129,20 @@ def cluster_runs(monkeypatch):
     return seen
 
 
-@pytest.fixture
-def poison(monkeypatch):
-    real = torch.empty
-
-    def empty(*a, **k):
-        t = real(*a, **k)
-        if t.is_floating_point():
-            t.fill_(float("nan"))
-        return t
-
-    monkeypatch.setattr(torch, "empty", empty)
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.usefixtures("poison")
 @pytest.mark.parametrize("name", list(GPU_CASES))
-def test_cluster_float32(name, cluster_runs, poison):
+def test_cluster_float32(name, cluster_runs):
     _check(*_run(GPU_CASES[name]), tol=2e-5)
     assert cluster_runs == ["forward", "backward"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.usefixtures("poison")
 @pytest.mark.parametrize("name", ["default", "resetAfter_b2", "rnn_tanh"])
-def test_cluster_off_and_other_thread_shapes(name, cluster_runs, poison, monkeypatch):
+def test_cluster_off_and_other_thread_shapes(name, cluster_runs, monkeypatch):
     c = replace(CASES[name], T=5, N=8, H=128, dirs="bi", mask="seq")
     monkeypatch.setenv("MPSGRAPH_GRU_CLUSTER", "0")  # the Triton kernels
     _check(*_run(c), tol=2e-5)
