@@ -787,7 +787,7 @@ def forward_sequence(xp, R, h0, mask, b2, state, zstate, *, gates: int,
     cfg = cluster_config(dev, N, H, D, R, gates, reset_after, sync, (xp, h0, mask, b2, state,
                                                                      zstate))
     if cfg is not None and gru_cluster.forward(
-            cfg, xp, R, _unit(h0), _unit(mask), b2, state, zstate, blocks=blocks,
+            cfg, _unit(xp), _unit(R), _unit(h0), _unit(mask), b2, state, zstate, blocks=blocks,
             activations=activations, reset_after=reset_after, flip_z=flip_z, reverse=reverse,
             bidirectional=bidirectional):
         return True  # (the cluster path declines where its kernels cannot be compiled / run)
