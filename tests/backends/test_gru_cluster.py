@@ -24,8 +24,8 @@ CLUSTER = CUDA and torch.cuda.get_device_capability()[0] >= 9
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
-    for k in ("MPSGRAPH_GRU_CLUSTER", "MPSGRAPH_GRU_CLUSTER_CFG", "MPSGRAPH_GRU_TILING",
-              "MPSGRAPH_GRU_KERNEL", "MPSGRAPH_NO_TRITON"):
+    for k in ("MPSGRAPH_GRU_CLUSTER", "MPSGRAPH_GRU_CLUSTER_CFG", "MPSGRAPH_GRU_CLUSTER_SIZE",
+              "MPSGRAPH_GRU_TILING", "MPSGRAPH_GRU_KERNEL", "MPSGRAPH_NO_TRITON"):
         monkeypatch.delenv(k, raising=False)
 
 
@@ -43,9 +43,30 @@ def test_config_range():
             assert 32 % q == 0 and nt % 32 == 0 and nt <= 1024 and kp % 4 == 0
         assert c.q_f * c.kp_f == H and c.q_b * c.kp_b == G * H // 8
         assert c.smem_f <= 200 * 1024 and c.smem_b <= 200 * 1024
-    for N, H, G in ((17, 128, 3), (0, 128, 3), (8, 80, 3), (8, 32, 1), (8, 288, 3),
+    for N, H, G in ((17, 128, 3), (0, 128, 3), (8, 80, 3), (8, 16, 1), (8, 288, 3),
                     (8, 128, 4), (8, 128, 2)):
         assert gc.config(N, H, G, True) is None, (N, H, G)
+    # smaller clusters (lstm_cluster.SIZES): each CTA owns H / cl units
+    assert gc.sizes(8, 128, 3, True) == [8, 4, 2] and gc.sizes(8, 32, 1, False) == [8, 4, 2, 1]
+    assert gc.sizes(8, 256, 3, False) == [8]
+    for N, H, G, ra in itertools.product((1, 5, 16), (32, 64, 96, 128, 256), (1, 3),
+                                         (False, True)):
+        for cl in gc.sizes(N, H, G, ra):
+            c = gc.config(N, H, G, ra, cl)
+            assert (c.cl, c.U * cl) == (cl, H)
+            assert c.q_f * c.kp_f == H and c.q_b * c.kp_b == G * c.U
+            assert max(c.smem_f, c.smem_b) <= lstm_cluster.MAX_SMEM
+            if cl < lstm_cluster.CL:
+                assert max(c.nt_f, c.nt_b) <= lstm_cluster.SMALL_CLUSTER[0]
+    assert gc.config(8, 128, 3, True, 3) is None
+
+
+def test_cluster_size_requests(monkeypatch):
+    monkeypatch.setenv("MPSGRAPH_GRU_CLUSTER_SIZE", "4")
+    assert gc.config(8, 128, 3, True).cl == 4 and gc.config(8, 128, 3, True, 2).cl == 2
+    monkeypatch.setenv("MPSGRAPH_GRU_CLUSTER_SIZE", "16")
+    with pytest.raises(ValueError, match="MPSGRAPH_GRU_CLUSTER_SIZE"):
+        gc.config(8, 128, 3, True)
 
 
 def test_config_env(monkeypatch):
@@ -90,15 +111,20 @@ def _nvrtc():
 ALL = dict(HAS_H0=1, HAS_MASK=1, HAS_B2=1, HAS_DHF=1)
 
 
-@pytest.mark.parametrize("N,H,G,ra,flags,bidir", [
-    (8, 128, 3, True, {}, False), (8, 128, 3, True, ALL, True), (8, 128, 3, False, {}, False),
-    (8, 128, 3, False, ALL, True), (8, 128, 1, False, {}, False), (8, 128, 1, False, ALL, True),
-    (1, 256, 3, True, ALL, True), (1, 256, 3, False, {}, True), (16, 64, 1, False, ALL, False),
-    (3, 64, 3, False, ALL, False), (16, 256, 3, True, ALL, False), (16, 256, 1, False, {}, True),
+@pytest.mark.parametrize("N,H,G,ra,flags,bidir,cl", [
+    (8, 128, 3, True, {}, False, None), (8, 128, 3, True, ALL, True, None),
+    (8, 128, 3, False, {}, False, None), (8, 128, 3, False, ALL, True, None),
+    (8, 128, 1, False, {}, False, None), (8, 128, 1, False, ALL, True, None),
+    (1, 256, 3, True, ALL, True, None), (1, 256, 3, False, {}, True, None),
+    (16, 64, 1, False, ALL, False, None), (3, 64, 3, False, ALL, False, None),
+    (16, 256, 3, True, ALL, False, None), (16, 256, 1, False, {}, True, None),
+    (1, 64, 3, False, ALL, True, 1), (8, 128, 3, True, ALL, False, 4),
+    (4, 128, 1, False, ALL, False, 2), (5, 32, 3, False, ALL, True, 2),
+    (3, 96, 3, True, ALL, False, 4),
 ])
-def test_compiles_for_sm90(N, H, G, ra, flags, bidir):
+def test_compiles_for_sm90(N, H, G, ra, flags, bidir, cl):
     nvrtc = _nvrtc()
-    cfg = gc.config(N, H, G, ra)
+    cfg = gc.config(N, H, G, ra, cl)
     d = gc.defines(cfg, blocks=(1, 0) if G == 3 else (0, 1),
                    activations=(4, 3, 1) if G == 3 else (2,), reset_after=ra, flip_z=True,
                    reverse=True, bidirectional=bidir, flags=flags)
@@ -153,3 +179,25 @@ def test_cluster_off_and_other_thread_shapes(name, cluster_runs, monkeypatch):
         monkeypatch.setenv("MPSGRAPH_GRU_CLUSTER_CFG", cfg)
         _check(*_run(c), tol=2e-5)
     assert cluster_runs == ["forward", "backward"] * 2
+
+
+# every cluster size the kernels compile for (lstm_cluster.SIZES) on a few option sets, at
+# shapes where several fit (H = 32 and 96 included)
+SIZE_CASES = {"default": (5, 3, 64), "resetAfter_b2": (4, 8, 128), "rnn_tanh": (6, 1, 96),
+              "bidirectional": (5, 7, 32), "mask_seq": (3, 16, 64)}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.usefixtures("poison")
+@pytest.mark.parametrize("name", list(SIZE_CASES))
+def test_cluster_sizes(name, cluster_runs, monkeypatch):
+    T, N, H = SIZE_CASES[name]
+    c = replace(CASES[name], T=T, N=N, H=H)
+    sizes = gc.sizes(N, H, c.gates, c.ra)
+    assert len(sizes) >= 2, sizes
+    for cl in sizes:
+        monkeypatch.setenv("MPSGRAPH_GRU_CLUSTER_SIZE", str(cl))
+        assert gc.config(N, H, c.gates, c.ra).cl == cl
+        _check(*_run(c), tol=2e-5)
+    assert cluster_runs == ["forward", "backward"] * len(sizes)

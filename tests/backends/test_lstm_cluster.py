@@ -20,8 +20,37 @@ def test_config_range(monkeypatch):
     assert (c.cj_f, c.kp_f, c.nt_f, c.cj_b, c.kp_b, c.nt_b) == (2, 32, 512, 2, 64, 256)
     assert lc.config(8, 256) == lc.Config(256, 8, 4, 16, 2, 64)
     assert lc.config(1, 64) is not None
-    for N, H in ((17, 128), (0, 128), (8, 96), (8, 32), (8, 288), (8, 100)):
+    for N, H in ((17, 128), (0, 128), (8, 288), (8, 100), (8, 16)):
         assert lc.config(N, H) is None, (N, H)
+    # the default size: the largest that fits (8 CTAs from H = 64; U = 12 at H = 96 has no
+    # lane grouping, so 4 CTAs there; H = 32 at 8 CTAs has too few threads)
+    assert lc.config(8, 96).cl == 4 and lc.config(8, 32).cl == 4
+    assert lc.sizes(8, 128) == [8, 4] and lc.sizes(8, 32) == [4, 2, 1]
+    assert lc.sizes(8, 64) == [8, 4, 2, 1]
+    assert lc.sizes(8, 256) == [8]  # R of fewer CTAs does not fit their registers
+    for N, H in ((1, 32), (4, 64), (8, 128), (16, 64), (3, 96), (16, 192), (2, 256)):
+        for cl in lc.sizes(N, H):
+            c = lc.config(N, H, cl)
+            assert (c.cl, c.U * cl) == (cl, H)
+            for q, nt, kp, K in ((c.q_f, c.nt_f, c.kp_f, H), (c.q_b, c.nt_b, c.kp_b, 4 * c.U)):
+                assert 32 % q == 0 and nt % 32 == 0 and nt <= 1024 and kp % 4 == 0
+                assert q * kp == K
+            assert max(c.smem_f, c.smem_b) <= lc.MAX_SMEM
+            if cl < lc.CL:
+                assert max(c.nt_f, c.nt_b) <= lc.SMALL_CLUSTER[0]
+    assert lc.config(8, 128, 3) is None and lc.config(8, 128, 16) is None
+
+
+def test_cluster_size_requests(monkeypatch):
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
+    monkeypatch.setenv("MPSGRAPH_LSTM_CLUSTER_SIZE", "2")
+    assert lc.config(8, 64).cl == 2 and lc.config(8, 64, 4).cl == 4
+    assert lc.config(8, 128) is None  # a size that does not fit: not the path
+    monkeypatch.setenv("MPSGRAPH_LSTM_CLUSTER_SIZE", "3")
+    with pytest.raises(ValueError, match="MPSGRAPH_LSTM_CLUSTER_SIZE='3'"):
+        lc.config(8, 128)
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_SIZE")
+    assert lc.config(8, 64).cl == lc.CL
 
 
 def test_config_env(monkeypatch):
@@ -55,13 +84,16 @@ def _nvrtc():
 ALL = dict(HAS_H0=1, HAS_C0=1, HAS_MASK=1, PEEP=1, DCS=1, HAS_DHF=1, HAS_DCF=1, DP=1, HPREV=1)
 
 
-@pytest.mark.parametrize("N,H,flags,bidir", [(8, 128, {}, False), (8, 128, ALL, True),
-                                             (16, 128, ALL, False), (3, 64, ALL, True),
-                                             (16, 256, {}, False), (8, 256, ALL, False)])
-def test_compiles_for_sm90(N, H, flags, bidir, monkeypatch):
+@pytest.mark.parametrize("N,H,flags,bidir,cl", [
+    (8, 128, {}, False, None), (8, 128, ALL, True, None), (16, 128, ALL, False, None),
+    (3, 64, ALL, True, None), (16, 256, {}, False, None), (8, 256, ALL, False, None),
+    (1, 64, ALL, False, 1), (4, 64, ALL, True, 2), (8, 128, ALL, False, 4),
+    (16, 64, {}, True, 2), (7, 32, ALL, True, None), (1, 32, {}, False, 1),
+    (2, 96, ALL, False, None)])
+def test_compiles_for_sm90(N, H, flags, bidir, cl, monkeypatch):
     monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
     nvrtc = _nvrtc()
-    cfg = lc.config(N, H)
+    cfg = lc.config(N, H, cl)
     d = lc.defines(cfg, blocks=(0, 2, 1, 3), activations=(4, 3, 1, 2, 0), reverse=True,
                    bidirectional=bidir, flags=flags)
     cubin, log = lc.compile_source(d, "sm_90", nvrtc, ptxas_verbose=True)
@@ -177,3 +209,4 @@ def test_launch_arguments_match_the_kernels(monkeypatch):
         assert all(isinstance(a, torch.Tensor) for a in args[:first_int]), name
         assert all(isinstance(a, int) for a in args[first_int:]), name
     assert _params("lstm_cluster_fwd")[-1] == "s_hn" and _params("lstm_cluster_bwd")[-1] == "s_hpn"
+

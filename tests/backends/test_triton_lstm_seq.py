@@ -725,7 +725,7 @@ def test_r_resident_caps(monkeypatch):
 
 # ----------------------------------------------------------------------------------------------
 # the cluster path (kernels/lstm_cluster.py; Hopper+ GPUs only: it is CUDA, not Triton): taken
-# by the same wrappers for float32 calls with N <= 16 and H in 64..256 (a multiple of 32) when
+# by the same wrappers for float32 calls with N <= 16 and H in 32..256 (a multiple of 32) when
 # no tiling / launch mode is asked for; checked against the float64 reference like the rest
 # ----------------------------------------------------------------------------------------------
 
@@ -757,6 +757,7 @@ def cluster_runs(monkeypatch):
 
     monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_CFG", raising=False)
+    monkeypatch.delenv("MPSGRAPH_LSTM_CLUSTER_SIZE", raising=False)
     monkeypatch.delenv("MPSGRAPH_LSTM_TILING", raising=False)
     seen = []
     for name in ("forward", "backward"):
@@ -770,10 +771,32 @@ def cluster_runs(monkeypatch):
 @pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
 @pytest.mark.parametrize("case", CLUSTER_CASES, ids=str)
 def test_cluster_float32(case, cluster_runs):
-    # H = 96 is outside the path (U = 12: no lane grouping): the Triton kernels run it
+    # (H = 96: U = 12 at 8 CTAs has no lane grouping; the default is the 4-CTA cluster)
     _kernel_check(case, torch.float32, 1e-5, None)
-    want = [] if case.H == 96 else ["forward", "backward"]
-    assert cluster_runs == want
+    assert cluster_runs == ["forward", "backward"]
+
+
+# every cluster size the kernels compile for (kernels/lstm_cluster.py SIZES), at shapes where
+# several fit; H = 32 fits 4, 2 and 1 CTAs only
+SIZE_CASES = [CLUSTER_CASES[0], CLUSTER_CASES[3], CLUSTER_CASES[4], CLUSTER_CASES[6],
+              replace(CLUSTER_CASES[7], N=16, H=64),
+              Case(1, peep=True, mask="seq", dirs="bi", h0=True, c0=True, dcell=True, dhf=True,
+                   dcf=True, T=6, N=7, H=32, r_scale=0.1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CLUSTER, reason="needs a CUDA GPU of compute capability >= 9.0")
+@pytest.mark.parametrize("case", SIZE_CASES, ids=str)
+def test_cluster_sizes(case, cluster_runs, monkeypatch):
+    from mpsgraph.backends.torch.kernels import lstm_cluster
+
+    sizes = lstm_cluster.sizes(case.N, case.H)
+    assert len(sizes) >= 2, sizes
+    for cl in sizes:
+        monkeypatch.setenv("MPSGRAPH_LSTM_CLUSTER_SIZE", str(cl))
+        assert lstm_cluster.config(case.N, case.H).cl == cl
+        _kernel_check(case, torch.float32, 1e-5, None)
+    assert cluster_runs == ["forward", "backward"] * len(sizes)
 
 
 @pytest.mark.gpu

@@ -19,7 +19,7 @@ else step, else torch):
   Half types keep the big GEMMs (input projection, weight gradients, dx) in their dtype (fp32
   accumulation) and run the recurrent dots with half operands; the state, the cell, the gate
   math and the carries are float32, each output stored once in the half type. On Hopper+ GPUs
-  float32 calls with N <= 16 and H in 64..256 (a multiple of 32) run the same two recurrences on
+  float32 calls with N <= 16 and H in 32..256 (a multiple of 32) run the same two recurrences on
   one thread-block cluster per direction instead (kernels/lstm_cluster.py: R in registers, h /
   dA exchanged through distributed shared memory, the hardware cluster barrier; exact float32
   products); MPSGRAPH_LSTM_CLUSTER=0 turns that off;

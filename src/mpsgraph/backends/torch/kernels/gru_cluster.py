@@ -6,9 +6,9 @@ The persistent Triton kernels (gru_seq.py) synchronise their grid through a coun
 memory at every step (twice per step for the GRU without resetAfter); measured on the H200 at
 (T=50, N=8, H=128) float32 a GRU training step took 0.447 ms there against 0.163 ms for the
 LSTM's cluster kernel (benchmarks/RESULTS.md). Here one direction is ONE cluster of CL = 8
-CTAs on 8 SMs:
+CTAs on 8 SMs (the kernels compile for 8, 4, 2 or 1 CTAs: `config`; 8 measured the fastest):
 
-- each CTA owns U = H / 8 hidden units (all G gates of them: G = 3 for the GRU, 1 for the
+- each CTA owns U = H / CL hidden units (all G gates of them: G = 3 for the GRU, 1 for the
   single gate) and keeps its part of R in registers for all T steps: forward, the G*U gate
   rows of R over all H inputs; backward, the same rows over all H units;
 - forward: a step's h (times the next step's mask) is PUSHED by its producing CTA into the
@@ -29,7 +29,7 @@ bidirectional (one cluster per direction), optional h0 / dh_final). Those functi
 path first when no particular tiling is asked for (gru_seq.TILING unset, no
 MPSGRAPH_GRU_TILING, sync None); it applies on a CUDA device of compute capability >= 9.0 with
 NVRTC and the driver loadable, every tensor float32 (float32 and TF32 requests alike: the
-product here is exact float32), N <= 16, H a multiple of 32 in [64, 256], and
+product here is exact float32), N <= 16, H a multiple of 32 in [32, 256], and
 MPSGRAPH_GRU_CLUSTER not 0; it declines (returns False after one RuntimeWarning per
 configuration) where NVRTC or the driver refuses to compile, load or launch the kernels, and
 the Triton kernels run.
@@ -44,7 +44,6 @@ against the float64 oracle, every option), its host side and its compile for sm_
 from __future__ import annotations
 
 import functools
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,10 +69,11 @@ class Config:
     kp_f: int
     cj_b: int
     kp_b: int
+    cl: int = CL  # CTAs per cluster
 
     @property
     def U(self) -> int:
-        return self.H // CL
+        return self.H // self.cl
 
     @property
     def q_f(self) -> int:
@@ -99,40 +99,37 @@ class Config:
     @property
     def smem_b(self) -> int:  # recv [2][CL][NP][U], xo [NP][ROW_B], part [NP][H] (+ recv2, xb)
         row = self.q_b * (self.kp_b + lc._pad(self.kp_b))
-        per = 2 * CL * self.U + row
+        per = 2 * self.cl * self.U + row
         return 4 * pow2(self.N) * ((2 if self.two else 1) * per + self.H)
 
 
-def _product_shape(K: int, M: int, N: int, target: int) -> tuple[int, int] | None:
-    """(CJ, KP) of a [N, K] x [K, M] product: Q = K / KP a power of two <= 32, Q * M / CJ
-    threads (a multiple of 32, <= 1024) nearest `target` (the LSTM's measured optimum: ~2H
-    threads forward, ~H backward), then the most columns per thread (fewer shared loads per
-    FMA), then the fewest lanes per group; accumulators plus R at most 96 registers."""
-    best = None
-    for cj in (4, 2, 1):
-        if M % cj:
-            continue
-        for q in (1, 2, 4, 8, 16, 32):
-            kp = K // q
-            if K % q or kp % 4:
-                continue
-            nt = q * M // cj
-            if (nt % 32 or nt > 1024 or kp * cj > 128
-                    or pow2(N) * cj + kp * cj > 96):
-                continue
-            key = (abs(math.log2(nt / target)), -cj, q)
-            if best is None or key < best[0]:
-                best = (key, cj, kp)
-    return None if best is None else best[1:]
+def config(N: int, H: int, gates: int, reset_after: bool, cl: int | None = None) -> Config | None:
+    """The kernels' shape for batch N, hidden H, the cell and `cl` CTAs per cluster, or None
+    outside this path's range (N <= 16, H a multiple of 32 in [32, 256], H / cl a multiple of
+    4, the product shapes and shared memory fitting). `cl` None: MPSGRAPH_GRU_CLUSTER_SIZE,
+    else the largest size that fits (8 from H = 32: measured the fastest wherever it fits,
+    as for the LSTM). MPSGRAPH_GRU_CLUSTER_CFG="CJF,KPF,CJB,KPB" forces the product shapes
+    (measuring)."""
+    if gates not in (1, 3) or not (1 <= N <= MAX_N and H % 32 == 0 and 32 <= H <= 256):
+        return None
+    if cl is None:
+        cl = lc.requested_size("MPSGRAPH_GRU_CLUSTER_SIZE")
+    if cl is not None:
+        return _config(N, H, gates, reset_after, cl)
+    return next((c for c in (_config(N, H, gates, reset_after, s) for s in lc.SIZES)
+                 if c is not None), None)
 
 
-def config(N: int, H: int, gates: int, reset_after: bool) -> Config | None:
-    """The kernels' shape for batch N, hidden H and the cell, or None outside this path's
-    range. MPSGRAPH_GRU_CLUSTER_CFG="CJF,KPF,CJB,KPB" forces the product shapes (measuring)."""
-    if gates not in (1, 3) or not (1 <= N <= MAX_N and H % 32 == 0 and 64 <= H <= 256):
+def sizes(N: int, H: int, gates: int, reset_after: bool) -> list[int]:
+    """The cluster sizes (lstm_cluster.SIZES order) whose kernels fit the call."""
+    return [c for c in lc.SIZES if _config(N, H, gates, reset_after, c) is not None]
+
+
+def _config(N: int, H: int, gates: int, reset_after: bool, cl: int) -> Config | None:
+    if cl not in lc.SIZES or H % cl or (H // cl) % 4:
         return None
     two = gates == 3 and not reset_after
-    U = H // CL
+    U = H // cl
     forced = os.environ.get("MPSGRAPH_GRU_CLUSTER_CFG", "").strip()
     if forced:
         try:
@@ -145,14 +142,21 @@ def config(N: int, H: int, gates: int, reset_after: bool) -> Config | None:
             if (cj <= 0 or kp <= 0 or M % cj or K % kp or kp % 4 or q > 32 or 32 % q
                     or (q * M // cj) % 32 or q * M // cj > 1024):
                 raise ValueError(f"MPSGRAPH_GRU_CLUSTER_CFG={forced!r} does not fit H={H}, "
-                                 f"{gates} gate(s)")
+                                 f"{gates} gate(s), cluster size {cl}")
     else:
-        f = _product_shape(H, gates * U, N, 2 * H)
-        b = _product_shape(gates * U, H, N, H)
+        # thread targets: the LSTM's measured optimum at CL (~2H forward, ~H backward), grown
+        # by CL / cl for a smaller cluster (each CTA has that much more work; lstm_cluster.py
+        # `_config`)
+        lim = () if cl == CL else lc.SMALL_CLUSTER
+        f = lc.product_shape(H, gates * U, N, min(1024, 2 * H * CL // cl), *lim)
+        b = lc.product_shape(gates * U, H, N, min(1024, H * CL // cl), *lim)
         if f is None or b is None:
             return None
         (cj_f, kp_f), (cj_b, kp_b) = f, b
-    return Config(H, N, gates, two, cj_f, kp_f, cj_b, kp_b)
+    cfg = Config(H, N, gates, two, cj_f, kp_f, cj_b, kp_b, cl)
+    if max(cfg.smem_f, cfg.smem_b) > lc.MAX_SMEM:
+        return None
+    return cfg
 
 
 def enabled() -> bool:
@@ -171,7 +175,7 @@ def source() -> str:
 def defines(cfg: Config, *, blocks, activations, reset_after: bool, flip_z: bool,
             reverse: bool, bidirectional: bool, flags: dict[str, bool]) -> dict[str, int]:
     """The #defines of one compile: shape (`cfg`), gate blocks, activations, options."""
-    d = dict(HID=cfg.H, NB=cfg.N, NP=pow2(cfg.N), CL=CL, U=cfg.U, G=cfg.G, CJ_F=cfg.cj_f,
+    d = dict(HID=cfg.H, NB=cfg.N, NP=pow2(cfg.N), CL=cfg.cl, U=cfg.U, G=cfg.G, CJ_F=cfg.cj_f,
              KP_F=cfg.kp_f, Q_F=cfg.q_f, NT_F=cfg.nt_f, PAD_F=lc._pad(cfg.kp_f),
              CJ_B=cfg.cj_b, KP_B=cfg.kp_b, Q_B=cfg.q_b, NT_B=cfg.nt_b, PAD_B=lc._pad(cfg.kp_b))
     bz, br = (int(b) for b in blocks)
@@ -191,8 +195,8 @@ def _kernels(key: tuple, arch: str, device_index: int):
     nvrtc, cuda = lc._libs()
     with torch.cuda.device(device_index):
         cubin, _ = lc.compile_source(defs, arch, nvrtc, text=source(), name="gru_cluster.cu")
-        return (lc._Kernel(cuda, cubin, "gru_cluster_fwd", cfg.nt_f, cfg.smem_f),
-                lc._Kernel(cuda, cubin, "gru_cluster_bwd", cfg.nt_b, cfg.smem_b))
+        return (lc._Kernel(cuda, cubin, "gru_cluster_fwd", cfg.nt_f, cfg.smem_f, cfg.cl),
+                lc._Kernel(cuda, cubin, "gru_cluster_bwd", cfg.nt_b, cfg.smem_b, cfg.cl))
 
 
 def usable(device: torch.device, N: int, H: int, gates: int, reset_after: bool,

@@ -760,7 +760,7 @@ def _st(a, i):
 
 def cluster_config(dev: torch.device, N: int, H: int, D: int, R: torch.Tensor, gates: int,
                    reset_after: bool, sync: bool | None, tensors):
-    """The cluster path's Config (kernels/gru_cluster.py: float32, N <= 16, H in 64..256, a
+    """The cluster path's Config (kernels/gru_cluster.py: float32, N <= 16, H in 32..256, a
     Hopper+ GPU) when the wrappers should take it: a CUDA call that asks for no particular
     tiling or launch mode (sync None, no TILING / MPSGRAPH_GRU_TILING); else None."""
     if (dev.type != "cuda" or sync is not None or _override() is not None

@@ -3,9 +3,11 @@
 The persistent Triton kernels (lstm_seq_fwd.py / lstm_seq_bwd.py) synchronise a grid of
 programs through a counter in global memory at every step: at (N=8, H=128) a step and pass
 costs ~5 us in float32 (~2.8 in bf16), most of it the chain of L2 round trips (barrier, h
-loads, R slices; LSTM_DESIGNS.md). Here one direction is ONE cluster of CL = 8 CTAs on 8 SMs:
+loads, R slices; LSTM_DESIGNS.md). Here one direction is ONE cluster of CL = 8 CTAs on 8 SMs
+(4 where U = H / 8 would not fit the lane grouping, e.g. H = 32 or 96; the kernels compile for
+8, 4, 2 or 1 CTAs, and 8 measured the fastest wherever it fits: `config`):
 
-- each CTA owns U = H / 8 hidden units (all four gates of them) and keeps its part of R in
+- each CTA owns U = H / CL hidden units (all four gates of them) and keeps its part of R in
   REGISTERS for all T steps (forward: the 4U gate rows of R over all H inputs; backward: the
   same 4U rows over all H units; 32 KB per CTA in float32 at H = 128);
 - forward: a step's h is PUSHED by its producing CTA into the shared memory of every CTA of
@@ -37,8 +39,8 @@ state-shaped or per-step mask, reverse, bidirectional (one cluster per direction
 h0 / c0 / dcell / dh_final / dc_final). Those functions call this path first when they are
 asked for no particular tiling or launch mode; it applies to a CUDA device of compute
 capability >= 9.0 with NVRTC and the driver loadable, every tensor float32 (float32 and TF32
-requests: the product here is exact float32), N <= 16, H a multiple of 32 in [64, 256], and
-MPSGRAPH_LSTM_CLUSTER not 0; it declines (returns False, one RuntimeWarning per
+requests: the product here is exact float32), N <= 16, H a multiple of 32 in [32, 256] that a
+cluster size fits (`config`: every such H but 224), and MPSGRAPH_LSTM_CLUSTER not 0; it declines (returns False, one RuntimeWarning per
 configuration) where NVRTC or the driver refuses to compile, load or launch the kernels.
 
 The CUDA source is lstm_cluster.cu (beside this file), compiled at first use by NVRTC for the
@@ -54,6 +56,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import math
 import os
 import sys
 import warnings
@@ -64,8 +67,49 @@ import torch
 
 from . import pow2
 
-CL = 8  # CTAs per cluster (the portable maximum)
+CL = 8  # CTAs per cluster: the default and the portable maximum
+SIZES = (8, 4, 2, 1)  # the cluster sizes the kernels compile for
 MAX_N = 16
+MAX_SMEM = 227 * 1024  # dynamic shared memory per CTA (sm_90)
+SMALL_CLUSTER = (512, 64)  # product_shape's (max_threads, reserve) below CL CTAs
+
+
+def requested_size(env: str) -> int | None:
+    """The cluster size the environment variable `env` asks for (measuring:
+    benchmarks/cluster_sizes.py), else None."""
+    v = os.environ.get(env, "").strip()
+    if not v:
+        return None
+    if v not in {str(c) for c in SIZES}:
+        raise ValueError(f"{env}={v!r}: expected one of {', '.join(map(str, SIZES))}")
+    return int(v)
+
+
+def product_shape(K: int, M: int, N: int, target: int, max_threads: int = 1024,
+                  reserve: int = 32) -> tuple[int, int] | None:
+    """(CJ, KP) of a per-step [N, K] x [K, M] product (`seg_product`): Q = K / KP a power of
+    two <= 32, Q * M / CJ threads (a multiple of 32, <= `max_threads`) nearest `target`, then
+    the most columns per thread (fewer shared loads per FMA), then the fewest lanes per group;
+    the accumulators plus R (pow2(N) * CJ + KP * CJ) within the registers a thread has at
+    that thread count (65536 / threads, less `reserve` for the rest of the kernel; at most
+    96)."""
+    best = None
+    for cj in (4, 2, 1):
+        if M % cj:
+            continue
+        for q in (1, 2, 4, 8, 16, 32):
+            kp = K // q
+            if K % q or kp % 4:
+                continue
+            nt = q * M // cj
+            if nt % 32 or nt > max_threads or kp * cj > 128:
+                continue
+            if pow2(N) * cj + kp * cj > min(96, 65536 // nt - reserve):
+                continue
+            key = (abs(math.log2(nt / target)), -cj, q)
+            if best is None or key < best[0]:
+                best = (key, cj, kp)
+    return None if best is None else best[1:]
 
 
 @dataclass(frozen=True)
@@ -78,10 +122,11 @@ class Config:
     kp_f: int
     cj_b: int
     kp_b: int
+    cl: int = CL  # CTAs per cluster
 
     @property
     def U(self) -> int:
-        return self.H // CL
+        return self.H // self.cl
 
     @property
     def q_f(self) -> int:
@@ -107,7 +152,8 @@ class Config:
     @property
     def smem_b(self) -> int:  # recv [2][CL][NP][U], xo [NP][ROW_B], part [NP][H]
         np_ = pow2(self.N)
-        return 4 * np_ * (2 * CL * self.U + self.q_b * (self.kp_b + _pad(self.kp_b)) + self.H)
+        return 4 * np_ * (2 * self.cl * self.U + self.q_b * (self.kp_b + _pad(self.kp_b))
+                          + self.H)
 
 
 def _pad(kp: int) -> int:
@@ -117,13 +163,34 @@ def _pad(kp: int) -> int:
     return 4 if kp > 4 else 0
 
 
-def config(N: int, H: int) -> Config | None:
-    """The kernels' shape for batch N, hidden H, or None outside this path's range. Forward:
-    [N, H] x [H, 4U], Q_F = H / KP_F lanes per group, Q_F * 4U / CJ_F threads; backward:
-    [N, 4U] x [4U, H], Q_B = 4U / KP_B, Q_B * H / CJ_B threads (H = 128: 256 and 128; H = 256:
-    512 and 256); R takes KP * CJ = 32-128 registers per thread."""
-    if not (1 <= N <= MAX_N and H % 32 == 0 and 64 <= H <= 256):
+def config(N: int, H: int, cl: int | None = None) -> Config | None:
+    """The kernels' shape for batch N, hidden H and `cl` CTAs per cluster, or None outside
+    this path's range (N <= 16, H a multiple of 32 in [32, 256], H / cl a multiple of 4, the
+    product shapes and shared memory fitting). `cl` None: MPSGRAPH_LSTM_CLUSTER_SIZE, else
+    the largest size that fits: 8 where it does, measured the fastest wherever it fits
+    (benchmarks/RESULTS.md, "Cluster sizes"); 4 at H = 32, 96, 160 (U = H / 8 has no
+    lane grouping there). Forward: [N, H] x [H, 4U], Q_F = H / KP_F lanes per group,
+    Q_F * 4U / CJ_F threads; backward: [N, 4U] x [4U, H], Q_B = 4U / KP_B, Q_B * H / CJ_B
+    threads; R takes KP * CJ registers per thread. MPSGRAPH_LSTM_CLUSTER_CFG="CJF,KPF,CJB,KPB"
+    forces the product shapes (measuring)."""
+    if not (1 <= N <= MAX_N and H % 32 == 0 and 32 <= H <= 256):
         return None
+    if cl is None:
+        cl = requested_size("MPSGRAPH_LSTM_CLUSTER_SIZE")
+    if cl is not None:
+        return _config(N, H, cl)
+    return next((c for c in (_config(N, H, s) for s in SIZES) if c is not None), None)
+
+
+def sizes(N: int, H: int) -> list[int]:
+    """The cluster sizes (SIZES order) whose kernels fit (N, H)."""
+    return [c for c in SIZES if _config(N, H, c) is not None]
+
+
+def _config(N: int, H: int, cl: int) -> Config | None:
+    if cl not in SIZES or H % cl or (H // cl) % 4:
+        return None
+    U = H // cl
     forced = os.environ.get("MPSGRAPH_LSTM_CLUSTER_CFG", "").strip()  # "CJF,KPF,CJB,KPB"
     if forced:
         try:
@@ -131,7 +198,7 @@ def config(N: int, H: int) -> Config | None:
         except ValueError:
             raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r}: expected "
                              "CJF,KPF,CJB,KPB") from None
-    else:
+    elif cl == CL:
         # measured (H200, (T=50, N=8, H=128), training step device-only, LSTM_DESIGNS.md):
         # forward 4 x 8 (256 threads) 66 us vs 70 for 4 x 16, 78 for 2 x 8; backward 4 x 16
         # (128 threads) 98 us vs 105 for 4 x 8 (256 threads)
@@ -143,15 +210,27 @@ def config(N: int, H: int) -> Config | None:
             cj_f, kp_f = 2, 2 * kp_f
         if 4 * pow2(N) + 4 * kp_b > 96:
             cj_b, kp_b = 2, 2 * kp_b
-    cfg = Config(H, N, cj_f, kp_f, cj_b, kp_b)
-    U = cfg.U
-    for cj, kp, K, M, nt in ((cj_f, kp_f, H, 4 * U, cfg.nt_f), (cj_b, kp_b, 4 * U, H, cfg.nt_b)):
-        q = K // kp
-        if (M % cj or K % kp or kp % 4 or q > 32 or 32 % q or nt % 32 or nt > 1024
-                or kp * cj > 128):
-            if forced:
-                raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r} does not fit H={H}")
+    else:
+        # a smaller cluster: each CTA has CL / cl times the work of the measured shape's;
+        # the thread targets (2H forward, H backward at CL) grow with it, up to the 512
+        # threads at which the gate math's registers still fit beside the product's (the
+        # sm_90 compiles of tests/backends/test_lstm_cluster.py)
+        f = product_shape(H, 4 * U, N, 2 * H * CL // cl, *SMALL_CLUSTER)
+        b = product_shape(4 * U, H, N, H * CL // cl, *SMALL_CLUSTER)
+        if f is None or b is None:
             return None
+        (cj_f, kp_f), (cj_b, kp_b) = f, b
+    cfg = Config(H, N, cj_f, kp_f, cj_b, kp_b, cl)
+    for cj, kp, K, M, nt in ((cj_f, kp_f, H, 4 * U, cfg.nt_f), (cj_b, kp_b, 4 * U, H, cfg.nt_b)):
+        q = K // kp if kp > 0 else 0
+        if (cj <= 0 or kp <= 0 or M % cj or K % kp or kp % 4 or q > 32 or 32 % q or nt % 32
+                or nt > 1024 or kp * cj > 128):
+            if forced:
+                raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r} does not fit H={H}, "
+                                 f"cluster size {cl}")
+            return None
+    if max(cfg.smem_f, cfg.smem_b) > MAX_SMEM:
+        return None
     return cfg
 
 
@@ -249,7 +328,8 @@ def compile_source(defines: dict[str, int], arch: str, nvrtc: ctypes.CDLL | None
 def defines(cfg: Config, *, blocks, activations, reverse: bool, bidirectional: bool,
             flags: dict[str, bool]) -> dict[str, int]:
     """The #defines of one compile: shape (`cfg`), gate blocks, activations, options."""
-    d = dict(HID=cfg.H, NB=cfg.N, NP=pow2(cfg.N), CL=CL, U=cfg.U, CJ_F=cfg.cj_f, KP_F=cfg.kp_f,
+    d = dict(HID=cfg.H, NB=cfg.N, NP=pow2(cfg.N), CL=cfg.cl, U=cfg.U, CJ_F=cfg.cj_f,
+             KP_F=cfg.kp_f,
              Q_F=cfg.q_f, NT_F=cfg.nt_f, PAD_F=_pad(cfg.kp_f), CJ_B=cfg.cj_b, KP_B=cfg.kp_b,
              Q_B=cfg.q_b, NT_B=cfg.nt_b, PAD_B=_pad(cfg.kp_b))
     d |= dict(zip(("BI", "BF", "BZ", "BO"), (int(b) for b in blocks)))
@@ -264,8 +344,8 @@ def defines(cfg: Config, *, blocks, activations, reverse: bool, bidirectional: b
 class _Kernel:
     """A loaded kernel function (module kept alive) and its launch shape."""
 
-    def __init__(self, lib, cubin: bytes, name: str, threads: int, smem: int):
-        self.lib, self.threads, self.smem = lib, threads, smem
+    def __init__(self, lib, cubin: bytes, name: str, threads: int, smem: int, cl: int = CL):
+        self.lib, self.threads, self.smem, self.cl = lib, threads, smem, cl
         self.module = ctypes.c_void_p()
         _check_cu(lib, lib.cuModuleLoadData(ctypes.byref(self.module), cubin), "cuModuleLoadData")
         self.func = ctypes.c_void_p()
@@ -287,7 +367,7 @@ class _Kernel:
             *[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in c_args])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         _check_cu(self.lib, self.lib.cuLaunchKernel(
-            self.func, CL, directions, 1, self.threads, 1, 1, self.smem, stream, ptrs, None),
+            self.func, self.cl, directions, 1, self.threads, 1, 1, self.smem, stream, ptrs, None),
             "cuLaunchKernel")
 
 
@@ -299,8 +379,8 @@ def _kernels(key: tuple, arch: str, device_index: int) -> tuple[_Kernel, _Kernel
     nvrtc, cuda = libs
     with torch.cuda.device(device_index):
         cubin, _ = compile_source(defs, arch, nvrtc)
-        return (_Kernel(cuda, cubin, "lstm_cluster_fwd", cfg.nt_f, cfg.smem_f),
-                _Kernel(cuda, cubin, "lstm_cluster_bwd", cfg.nt_b, cfg.smem_b))
+        return (_Kernel(cuda, cubin, "lstm_cluster_fwd", cfg.nt_f, cfg.smem_f, cfg.cl),
+                _Kernel(cuda, cubin, "lstm_cluster_bwd", cfg.nt_b, cfg.smem_b, cfg.cl))
 
 
 @functools.cache

@@ -639,7 +639,7 @@ def launch_plan(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
 
 def cluster_config(dev: torch.device, T: int, N: int, R: torch.Tensor, D: int,
                    tiling: Tiling | None, sync: bool | None, tensors) -> lstm_cluster.Config | None:
-    """The cluster path's Config (kernels/lstm_cluster.py: float32, N <= 16, H in 64..256, a
+    """The cluster path's Config (kernels/lstm_cluster.py: float32, N <= 16, H in 32..256, a
     Hopper+ GPU) when the wrappers should take it: a CUDA call with T, N > 0 that asks for no
     particular tiling or launch mode (tiling None, sync None, no MPSGRAPH_LSTM_TILING); else
     None (the Triton kernels)."""
