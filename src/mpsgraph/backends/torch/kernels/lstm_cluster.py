@@ -40,8 +40,9 @@ h0 / c0 / dcell / dh_final / dc_final). Those functions call this path first whe
 asked for no particular tiling or launch mode; it applies to a CUDA device of compute
 capability >= 9.0 with NVRTC and the driver loadable, every tensor float32 (float32 and TF32
 requests: the product here is exact float32), N <= 16, H a multiple of 32 in [32, 256] that a
-cluster size fits (`config`: every such H but 224), and MPSGRAPH_LSTM_CLUSTER not 0; it declines (returns False, one RuntimeWarning per
-configuration) where NVRTC or the driver refuses to compile, load or launch the kernels.
+cluster size fits (`config`: every such H but 224), and MPSGRAPH_LSTM_CLUSTER not 0; it
+declines (returns False, one RuntimeWarning per configuration) where NVRTC or the driver
+refuses to compile, load or launch the kernels.
 
 The CUDA source is lstm_cluster.cu (beside this file), compiled at first use by NVRTC for the
 device's architecture with the shape and options as #defines (cached per process; the NVRTC
