@@ -380,6 +380,31 @@ def test_cudnn_weight_mapping_on_cpu(bidir):
     np.testing.assert_allclose(out.numpy(), torch.cat(ref, 2).numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_cudnn_weights_buffer(monkeypatch):
+    """lstm_route.cudnn_weights: the parameters written into one buffer in cuDNN's order (a
+    layout set here as the probe of aten._cudnn_rnn_flatten_weight would find it), handed back
+    as views of it; tuple entries joined; with no layout known, the parameters themselves."""
+    from mpsgraph.backends.torch import lstm_route
+
+    gen = torch.Generator().manual_seed(3)
+    A, B = torch.randn(6, 3, generator=gen), torch.randn(2, 6, generator=gen).t()
+    c, z = torch.randn(6, generator=gen), torch.zeros(6)
+    ws = [A, B, c, (z[:4], c[4:])]  # (B a strided view: copied by the cat)
+    key = (3, 3, 2, False, torch.float32, A.device)
+    # order in the buffer: b_ih, w_ih, b_hh, w_hh
+    monkeypatch.setitem(lstm_route._LAYOUTS, key, ([2, 0, 3, 1], [6, 30, 0, 24], 42))
+    buf, views = lstm_route.cudnn_weights(ws, 3, 3, 2, False)
+    assert buf.shape == (42,)
+    want = [A, B, c, torch.cat([z[:4], c[4:]])]
+    for v, w in zip(views, want):
+        assert v.shape == w.shape and torch.equal(v, w)
+        assert buf.data_ptr() <= v.data_ptr() < buf.data_ptr() + 42 * 4
+    assert torch.equal(buf, torch.cat([c, A.reshape(-1), want[3], B.reshape(-1)]))
+    monkeypatch.setitem(lstm_route._LAYOUTS, key, None)  # a layout with gaps: cuDNN copies
+    buf, views = lstm_route.cudnn_weights(ws, 3, 3, 2, False)
+    assert buf is None and views[0] is A and torch.equal(views[3], want[3])
+
+
 def test_cudnn_maps_only_cudnn_options():
     from mpsgraph.backends.torch import lstm_route
 

@@ -99,7 +99,7 @@ class _Record:
         self.y, self.hn, self.leaves, self.ptrs = y, hn, leaves, ptrs
 
 
-def record(zs) -> _Record | None:
+def record(zs) -> _Record | _Direct | None:
     return getattr(zs, _TAG, None)
 
 
@@ -144,9 +144,125 @@ def _run(x, R, W, b, h0, b2, a, train: bool):
     return y, hn, leaves
 
 
+_MODES = {torch.gru: 3, torch.rnn_tanh: 1, torch.rnn_relu: 0}  # cudnnRNNMode_t
+
+
+class _Direct:
+    """What a CUDA route forward keeps for its backward (aten._cudnn_rnn's outputs)."""
+
+    def __init__(self, xc, ws, buf, hx, y, reserve, ptrs, flip: bool, mode: int):
+        self.xc, self.ws, self.buf, self.hx, self.y = xc, ws, buf, hx, y
+        self.reserve, self.ptrs, self.flip, self.mode = reserve, ptrs, flip, mode
+
+
+def _params(x, R, W, b, b2, a) -> list:
+    """torch's [w_ih, w_hh, b_ih, b_hh] per direction (the mapping of the module docstring);
+    b_hh with a secondaryBias as the parts (zeros, b2) (lstm_route.cudnn_weights joins them)."""
+    from .lstm_route import _zeros
+
+    D, H, G = a.D, a.H, a.gates * a.H
+    dt = x.dtype
+    W, R3 = W.to(dt), R.to(dt).reshape(D, G, H)
+    zeros = _zeros((G,), x)
+    bs = None if b is None else b.to(dt).reshape(-1)
+    b2s = None if b2 is None else b2.to(dt).reshape(-1)
+    params = []
+    for d in range(D):
+        bih = zeros if bs is None else bs[d * G:(d + 1) * G]
+        bhh = zeros
+        if a.gates == 3 and b2s is not None:
+            bhh = (zeros[:2 * H], b2s[d * H:(d + 1) * H])
+        params += [W[d * G:(d + 1) * G], R3[d], bih, bhh]
+    return params
+
+
+def _hx(h0, a, dt, device) -> torch.Tensor:
+    from .._lstm_glue import _state
+    from .rnn import _XP
+
+    N, D, H = a.N, a.D, a.H
+    if h0 is None:
+        return torch.zeros((D, N, H), dtype=dt, device=device)
+    return _state(_XP, h0.to(dt), N, D * H).reshape(N, D, H).transpose(0, 1).contiguous()
+
+
+def _direct_forward(x, R, W, b, h0, b2, a, train: bool):
+    """cuDNN through aten._cudnn_rnn itself on CUDA (no autograd; weights in one flat buffer,
+    lstm_route.flat_weights): the state, and with `train` the record for `_direct_backward`."""
+    import warnings
+
+    from . import lstm_route
+
+    mode = _MODES[torch_op(a)]
+    hx = _hx(h0, a, x.dtype, x.device)
+    flip = a.reverse and not a.bidirectional
+    xc = (x.flip(0) if flip else x).contiguous()
+    buf, ws = lstm_route.cudnn_weights(_params(x, R, W, b, b2, a), mode, x.shape[2], a.H,
+                                       a.bidirectional)
+    with _flags(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, _hy, _cy, reserve, wbuf = torch.ops.aten._cudnn_rnn(
+            xc, ws, 4, buf, hx, None, mode, a.H, 0, 1, False, 0.0, train, a.bidirectional, [],
+            None)
+    state = y.flip(0) if flip else y
+    rec = _Direct(xc, ws, wbuf, hx, y, reserve, _ptrs(x, R, W, b, h0, b2), flip,
+                  mode) if train else None
+    return state, rec
+
+
+def _direct_backward(rec: _Direct, x, dstate, dh_final, h0, a) -> Any:
+    import warnings
+
+    from .._lstm_glue import _unbroadcast
+    from .rnn import _XP
+
+    N, D, H, G = a.N, a.D, a.H, a.gates * a.H
+    dt = x.dtype
+    dy = dstate.to(dt)
+    dy = (dy.flip(0) if rec.flip else dy).contiguous()
+    dhy = None if dh_final is None else _hx(dh_final, a, dt, x.device)
+    need_h0 = "initState" in a.outputs and h0 is not None
+    with _flags(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dx, dhx, _dcx, dws = torch.ops.aten._cudnn_rnn_backward(
+            rec.xc, rec.ws, 4, rec.buf, rec.hx, None, rec.y, dy, dhy, None, rec.mode, H, 0, 1,
+            False, 0.0, True, a.bidirectional, [], None, rec.reserve,
+            [True, need_h0, False, True])
+    cat = (lambda ts: torch.cat(ts, 0)) if D > 1 else (lambda ts: ts[0])
+    g = {"source": dx.flip(0) if rec.flip else dx,
+         "inputWeight": cat([dws[4 * d] for d in range(D)]),
+         "recurrentWeight": torch.stack([dws[4 * d + 1] for d in range(D)], 0)
+         if D > 1 else dws[1],
+         "bias": cat([dws[4 * d + 2] for d in range(D)]),
+         "secondaryBias": cat([dws[4 * d + 3][2 * H:] for d in range(D)]) if G == 3 * H
+         else None,
+         "initState": None if not need_h0 else dhx.transpose(0, 1).reshape(N, D * H)}
+    out = []
+    for name in a.outputs:
+        v = g.get(name)
+        if name == "initState":
+            v = (torch.zeros(a.shape_of(name), dtype=dt, device=x.device) if v is None
+                 else _unbroadcast(_XP, v, a.shape_of(name), dt))
+        elif name == "bias":
+            v = v.reshape(1, 1, -1)
+        elif name in ("recurrentWeight", "secondaryBias"):
+            v = v.reshape(a.shape_of(name))
+        out.append(v.to(dt).contiguous())
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def cudnn_forward(x, R, W, b, h0, b2, a):
-    """The state (inference) or (state, placeholder zState) (training) through torch's op."""
+    """The state (inference) or (state, placeholder zState) (training) through torch's op
+    (on CUDA, aten._cudnn_rnn itself: `_direct_forward`)."""
     train = a.n_outputs != 1
+    if x.device.type == "cuda":
+        state, rec = _direct_forward(x, R, W, b, h0, b2, a, train)
+        if not train:
+            return state.contiguous()
+        one = torch.empty((1, 1, 1), dtype=x.dtype, device=x.device)
+        zs = one.expand(a.T, a.N, a.D * a.gates * a.H)
+        setattr(zs, _TAG, rec)
+        return state.contiguous(), zs
     with _flags(), (torch.enable_grad() if train else torch.no_grad()):
         y, hn, leaves = _run(x, R, W, b, h0, b2, a, train)
     state = y.detach().to(x.dtype).contiguous()
@@ -163,6 +279,8 @@ def cudnn_backward(rec: _Record, x, R, dstate, dh_final, W, b, h0, b2, a) -> Any
     record, or None when the record belongs to other inputs."""
     if rec.ptrs != _ptrs(x, R, W, b, h0, b2):
         return None
+    if isinstance(rec, _Direct):
+        return _direct_backward(rec, x, dstate, dh_final, h0, a)
     from .._lstm_glue import _state
     from .rnn import _XP
 

@@ -28,6 +28,7 @@ MPSGRAPH_LSTM_TILING force a path, the hand rules of rnn.py decide (None here).
 from __future__ import annotations
 
 import contextvars
+import math
 import os
 import warnings
 from typing import Any
@@ -93,6 +94,64 @@ def _weights(R, W, b, D: int, H: int) -> list[torch.Tensor]:
     return ws
 
 
+# cuDNN's flat weight layout per (mode, I, H, bidirectional, dtype, device): the order of the
+# parameters in the buffer, their offsets and its size, or None where it is not gap-free
+_LAYOUTS: dict[tuple, tuple[list[int], list[int], int] | None] = {}
+
+
+def _pshape(w) -> tuple[int, ...]:
+    return (sum(p.numel() for p in w),) if isinstance(w, tuple) else tuple(w.shape)
+
+
+def cudnn_weights(ws: list, mode: int, I: int, H: int,
+                  bidirectional: bool) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+    """(weight_buf, weights) for aten._cudnn_rnn from `ws` ([w_ih, w_hh, b_ih, b_hh] per
+    direction; an entry may be a tuple of 1-D parts, concatenated): cuDNN's flat buffer written
+    by one cat kernel, and the parameters as views of it. Without a buffer cuDNN zeroes one of
+    its own and copies the 4 * D parameters into it one by one at every call (the route's
+    per-call cost). The layout is learnt once per configuration from
+    aten._cudnn_rnn_flatten_weight, which sets the tensors it is given to views of the buffer
+    it makes. (None, the parameters) where that layout is not the parameters end to end, or
+    is not known yet under a CUDA-graph capture: cuDNN then copies as before."""
+    first = ws[0][0] if isinstance(ws[0], tuple) else ws[0]
+    k = (mode, I, H, bidirectional, first.dtype, first.device)
+    lay = _LAYOUTS.get(k, False)
+    if lay is False and not autotune.capturing():
+        lay = _LAYOUTS[k] = _layout([_pshape(w) for w in ws], first, mode, I, H,
+                                    bidirectional)
+    if not lay:
+        return None, [torch.cat(w) if isinstance(w, tuple) else w for w in ws]
+    order, offs, total = lay
+    buf = torch.empty((total,), dtype=first.dtype, device=first.device)
+    torch.cat([p for i in order for p in (ws[i] if isinstance(ws[i], tuple)
+                                          else (ws[i].reshape(-1),))], out=buf)
+    views = []
+    for w, off in zip(ws, offs):
+        shape = _pshape(w)
+        views.append(buf.narrow(0, off, math.prod(shape)).view(shape))
+    return buf, views
+
+
+def _layout(shapes, like, mode: int, I: int, H: int, bidirectional: bool):
+    probe = [torch.empty(sh, dtype=like.dtype, device=like.device) for sh in shapes]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            buf = torch._cudnn_rnn_flatten_weight(probe, 4, I, mode, H, 0, 1, False,
+                                                  bidirectional)
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+    size = buf.element_size()
+    offs = [(p.data_ptr() - buf.data_ptr()) // size for p in probe]
+    order = sorted(range(len(probe)), key=offs.__getitem__)
+    pos = 0
+    for i in order:
+        if offs[i] != pos or not probe[i].is_contiguous() or tuple(probe[i].shape) != shapes[i]:
+            return None
+        pos += probe[i].numel()
+    return (order, offs, pos) if pos == buf.numel() else None
+
+
 def _state0(s, N: int, D: int, H: int, like):
     if s is None:
         return _zeros((D, N, H), like)
@@ -126,10 +185,11 @@ def cudnn_forward(x, R, W, b, h0, c0, *, bidirectional: bool, train: bool):
     ws = _weights(R, W, b, D, H)
     hx, cx = _state0(h0, N, D, H, x), _state0(c0, N, D, H, x)
     xc = x.contiguous()
+    buf, ws = cudnn_weights(ws, _MODE_LSTM, x.shape[2], H, bidirectional)
     with _tf32_flags(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out, _hy, _cy, reserve, wbuf = torch.ops.aten._cudnn_rnn(
-            xc, ws, 4, None, hx, cx, _MODE_LSTM, H, 0, 1, False, 0.0, train, bidirectional, [],
+            xc, ws, 4, buf, hx, cx, _MODE_LSTM, H, 0, 1, False, 0.0, train, bidirectional, [],
             None)
     if not train:
         return out, None, None
