@@ -387,6 +387,9 @@ def main(argv=None) -> int:
                     help="seconds; rows after it are skipped (default 420)")
     ap.add_argument("--cache", metavar="FILE",
                     help="autotune cache file to use (default: a fresh temporary one)")
+    ap.add_argument("--rows", metavar="START:STOP",
+                    help="only these rows of each section (a Python slice, e.g. 27: for the "
+                         "rows after the 27th)")
     args = ap.parse_args(argv)
     if args.cpu_smoke:
         dev, mdev = "cpu", mg.Device("torch-cpu")
@@ -397,6 +400,12 @@ def main(argv=None) -> int:
             return 2
         dev, mdev = "cuda", mg.Device("cuda")
         lstm, conv = (LSTM_QUICK, CONV_QUICK) if args.quick else (LSTM_ROWS, CONV_ROWS)
+    if args.rows:
+        try:
+            sl = slice(*(int(v) if v.strip() else None for v in args.rows.split(":")))
+        except ValueError:
+            ap.error(f"--rows {args.rows!r}: expected START:STOP (integers, either may be empty)")
+        lstm, conv = lstm[sl], conv[sl]
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     warnings.filterwarnings("ignore", message="RNN module weights are not part of single")
