@@ -19,10 +19,12 @@ it for the call); on the CPU the half types compute in float32.
 Training calls: cuDNN keeps its own reserve space, not MPSGraph's zState. The route takes a
 training call only when its zState is read by nothing but the Gradients op of the same inputs
 and descriptor (`plan_hook` marks those steps at compile time, as lstm_route.plan_hook does).
-The forward then runs torch's op under autograd and returns the state and a placeholder zState
-(one element, expanded to the shape: no memory) carrying the autograd graph; the Gradients op
-runs torch.autograd.grad through it (cuDNN's backward from its reserve), every gradient in the
-shapes and order the op returns. A Gradients call whose placeholder belongs to other inputs
+The forward then returns the state and a placeholder zState (one element, expanded to the
+shape: no memory) carrying what the backward needs: on CUDA aten._cudnn_rnn's reserve space
+(the forward and the Gradients op call aten._cudnn_rnn / _cudnn_rnn_backward themselves, the
+weights in one flat buffer: lstm_route.cudnn_weights), elsewhere torch's op run under autograd,
+which the Gradients op differentiates with torch.autograd.grad; every gradient in the shapes
+and order the op returns. A Gradients call whose placeholder belongs to other inputs
 (`cudnn_backward` returns None) recomputes the zState on our path first.
 
 MPSGRAPH_GRU_KERNEL (gru_fused.py): "triton" (the default; on CUDA the tuner chooses where the
