@@ -108,12 +108,8 @@ def record(zs) -> _Record | _Direct | None:
 def _run(x, R, W, b, h0, b2, a, train: bool):
     """(y [T, N, D*H], h_n [D, N, H], leaves) of torch's op in the compute dtype; with
     `train` under autograd, the leaves being detached copies of the user's tensors."""
-    from .._lstm_glue import _state
-    from .rnn import _XP
-
     fn = torch_op(a)
     dt = _compute_dtype(x)
-    N, D, H, G = a.N, a.D, a.H, a.gates * a.H
     named = dict(source=x, recurrentWeight=R, inputWeight=W, bias=b, initState=h0,
                  secondaryBias=b2)
     leaves = {}
@@ -121,23 +117,11 @@ def _run(x, R, W, b, h0, b2, a, train: bool):
         for k, t in named.items():
             if t is not None:
                 leaves[k] = named[k] = t.detach().requires_grad_()
-    xs, Rs, Ws = (named[k].to(dt) for k in ("source", "recurrentWeight", "inputWeight"))
-    R3 = Rs.reshape(D, G, H)
-    zeros = torch.zeros((G,), dtype=dt, device=x.device)
-    bs = None if named["bias"] is None else named["bias"].to(dt).reshape(-1)
-    b2s = None if named["secondaryBias"] is None else named["secondaryBias"].to(dt).reshape(-1)
-    params = []
-    for d in range(D):
-        bih = zeros if bs is None else bs[d * G:(d + 1) * G]
-        bhh = zeros
-        if a.gates == 3 and b2s is not None:
-            bhh = torch.cat([zeros[:2 * H], b2s[d * H:(d + 1) * H]])
-        params += [Ws[d * G:(d + 1) * G], R3[d], bih, bhh]
-    if named["initState"] is None:
-        hx = torch.zeros((D, N, H), dtype=dt, device=x.device)
-    else:
-        hx = _state(_XP, named["initState"].to(dt), N, D * H).reshape(N, D, H).permute(1, 0, 2)
-        hx = hx.contiguous()
+    xs = named["source"].to(dt)
+    params = [torch.cat(p) if isinstance(p, tuple) else p for p in _params(
+        xs, named["recurrentWeight"], named["inputWeight"], named["bias"],
+        named["secondaryBias"], a)]
+    hx = _hx(named["initState"], a, dt, x.device)
     flip = a.reverse and not a.bidirectional
     src = xs.flip(0) if flip else xs
     y, hn = fn(src, hx, params, True, 1, 0.0, train, a.bidirectional, False)
@@ -158,8 +142,9 @@ class _Direct:
 
 
 def _params(x, R, W, b, b2, a) -> list:
-    """torch's [w_ih, w_hh, b_ih, b_hh] per direction (the mapping of the module docstring);
-    b_hh with a secondaryBias as the parts (zeros, b2) (lstm_route.cudnn_weights joins them)."""
+    """torch's [w_ih, w_hh, b_ih, b_hh] per direction (the mapping of the module docstring) in
+    x's dtype; b_hh with a secondaryBias as the parts (zeros, b2), which
+    lstm_route.cudnn_weights (or a cat) joins."""
     from .lstm_route import _zeros
 
     D, H, G = a.D, a.H, a.gates * a.H
@@ -190,7 +175,7 @@ def _hx(h0, a, dt, device) -> torch.Tensor:
 
 def _direct_forward(x, R, W, b, h0, b2, a, train: bool):
     """cuDNN through aten._cudnn_rnn itself on CUDA (no autograd; weights in one flat buffer,
-    lstm_route.flat_weights): the state, and with `train` the record for `_direct_backward`."""
+    lstm_route.cudnn_weights): the state, and with `train` the record for `_direct_backward`."""
     import warnings
 
     from . import lstm_route
