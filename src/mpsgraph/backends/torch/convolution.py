@@ -31,7 +31,10 @@ On CUDA the path of a call is chosen by measurement at its key's first call (aut
 the Triton depthwise kernels (where they run, NHWC forward and weights gradient included),
 cuDNN in the data layout's memory format, or cuDNN in the other one (NHWC computed as
 contiguous NCHW, NCHW as channels_last, the copies counted). The rules above (`_paths`' hand
-choice) are the fallback. The NHWC 1x1 matrix-product path below is not tuned.
+choice) are the fallback. Two more candidates where they apply: "gemm", a 1x1 convolution of
+NHWC data as one cuBLAS matrix product with the weights as they are (`_pointwise`; the hand
+rule's at stride 1), and "scale", a 1x1 depthwise convolution as the per-channel scale it is
+(`_channel_scale`; the hand rule's).
 
 NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
 the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
@@ -186,14 +189,24 @@ def _depthwise(groups: int, c_in: int, w_oihw_shape, dtype: torch.dtype, device:
 
 
 def _pointwise(a: Conv2DAttrs, w_oihw_shape, t: torch.Tensor) -> bool:
-    """A 1x1 convolution of NHWC data (stride 1, no padding, one group): a matrix product of
-    the [N*H*W, C] data with the weights, which both MPSGraph weight layouts hold as a plain
-    (transposed or not) [C, O] / [O, C] matrix - so cuBLAS runs it with no layout copy at all,
-    where cuDNN would first copy HWIO weights into its own (O, kH, kW, I) order. Half types on
-    the CPU keep the convolution path (computed in float32 and rounded once)."""
+    """A 1x1 convolution of NHWC data (one group, no padding, any stride): a matrix product of
+    the [N*H'*W', C] data (the strided pixels: a copy where the stride is not 1) with the
+    weights, which both MPSGraph weight layouts hold as a plain (transposed or not) [C, O] /
+    [O, C] matrix - so cuBLAS runs it with no weight copy, where cuDNN would first copy HWIO
+    weights into its own (O, kH, kW, I) order: the "gemm" path. Half types on the CPU keep the
+    convolution path (computed in float32 and rounded once)."""
     return (a.data_layout == L.NHWC and tuple(w_oihw_shape[2:]) == (1, 1) and a.groups == 1
-            and a.stride == (1, 1) and not any(a.pads)
+            and not any(a.pads)
             and (t.device.type != "cpu" or t.dtype in (torch.float32, torch.float64)))
+
+
+def _channel_scale(a: Conv2DAttrs, c_in: int, w_oihw_shape) -> bool:
+    """A 1x1 depthwise convolution with one output per channel, stride 1 and no padding: a
+    per-channel scale, y = x * w[c] (one elementwise pass, the least memory traffic there is;
+    the forward and the data gradient): the "scale" path."""
+    c_out, _, kh, kw = w_oihw_shape
+    return ((kh, kw) == (1, 1) and a.groups == c_in == c_out and a.stride == (1, 1)
+            and not any(a.pads))
 
 
 def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
@@ -203,12 +216,28 @@ def _weight_matrix(w: torch.Tensor, layout: L) -> torch.Tensor:
         w.reshape(w.shape[0], w.shape[1]).t()
 
 
-def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor) -> tuple[list[str], str]:
+def _rows(t: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
+    """NHWC data at the pixels a 1x1 convolution of stride a.stride reads, as [N*H'*W', C]."""
+    if tuple(a.stride) != (1, 1):
+        t = t[:, ::a.stride[0], ::a.stride[1], :]
+    return t.reshape(-1, t.shape[3])
+
+
+def _scaled(t: torch.Tensor, w: torch.Tensor, layout: L) -> torch.Tensor:
+    """t * w[c] over the channel axis of `layout` (the "scale" path)."""
+    v = w.reshape(-1)
+    return (t * (v if layout == L.NHWC else v.view(-1, 1, 1))).contiguous()
+
+
+def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor, gemm: bool = False,
+           scale: bool = False) -> tuple[list[str], str]:
     """(candidate paths, the hand rule's path) of a 2-D convolution op: "triton" (the depthwise
     kernels, where they run), "cudnn" (the layout's own memory format) and, on CUDA,
     "cudnn_alt" (the other memory format: NHWC data computed as contiguous NCHW, NCHW data as
     channels_last; the layout conversion copies are part of its time) and, for NHWC data with
-    HWIO weights, "cudnn_tt" (cuDNN with the Triton weight transpose: module docstring)."""
+    HWIO weights, "cudnn_tt" (cuDNN with the Triton weight transpose: module docstring);
+    "gemm" (`_pointwise`; the hand rule's at stride 1) and "scale" (`_channel_scale`; the
+    hand rule's where it applies) where they apply."""
     paths = ["cudnn"]
     if t.device.type == "cuda":
         paths.append("cudnn_alt")
@@ -219,6 +248,13 @@ def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor) -> tuple[list[str], st
         paths.append("triton")
     hand = "triton" if tdw is not None and (op == "data_grad"
                                             or a.data_layout != L.NHWC) else "cudnn"
+    if gemm:
+        paths.append("gemm")
+        if tuple(a.stride) == (1, 1):
+            hand = "gemm"
+    if scale:
+        paths.append("scale")
+        hand = "scale"
     return paths, hand
 
 
@@ -255,18 +291,20 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
         return _empty_result(a.out_shape, x)
     x, w = canonical(x), canonical(w)
     wshape = _canon_shape(w.shape, a.weights_layout)  # (shapes, not permuted views: cheaper)
-    if _pointwise(a, wshape, x):
-        wm = _weight_matrix(w, a.weights_layout)
-        return torch.mm(x.reshape(-1, x.shape[3]), wm).view(a.out_shape)
-    tdw = _depthwise(a.groups, _canon_shape(x.shape, a.data_layout)[1], wshape, x.dtype,
-                     x.device)
-    paths, hand = _paths("forward", a, tdw, x)  # (hand rule: cuDNN for NHWC, measured faster)
+    c_in = _canon_shape(x.shape, a.data_layout)[1]
+    tdw = _depthwise(a.groups, c_in, wshape, x.dtype, x.device)
+    paths, hand = _paths("forward", a, tdw, x, _pointwise(a, wshape, x),  # (hand rule: cuDNN
+                         _channel_scale(a, c_in, wshape))  # for NHWC, measured faster)
     path = _pick("forward", a, (x.shape, w.shape), x, paths, hand,
                  lambda p: _forward_on(p, x, w, a, tdw))
     return _forward_on(path, x, w, a, tdw)
 
 
 def _forward_on(path: str, x, w, a: Conv2DAttrs, tdw):
+    if path == "gemm":
+        return torch.mm(_rows(x, a), _weight_matrix(w, a.weights_layout)).view(a.out_shape)
+    if path == "scale":
+        return _scaled(x, w, a.data_layout)
     if path == "triton":
         y = torch.empty(a.out_shape, dtype=x.dtype, device=x.device)
         tdw[0].forward(_nchw(x, a.data_layout), _oihw_view(w, a.weights_layout), a.stride,
@@ -291,11 +329,9 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
     dy, w = canonical(dy), canonical(w)
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
     wshape = _canon_shape(w.shape, a.weights_layout)
-    if _pointwise(a, wshape, dy):
-        wm = _weight_matrix(w, a.weights_layout)
-        return torch.mm(dy.reshape(-1, dy.shape[3]), wm.t()).view(a.out_shape)
     tdw = _depthwise(a.groups, c, wshape, dy.dtype, dy.device)
-    paths, hand = _paths("data_grad", a, tdw, dy)
+    paths, hand = _paths("data_grad", a, tdw, dy, _pointwise(a, wshape, dy),
+                         _channel_scale(a, c, wshape))
     path = _pick("data_grad", a, (dy.shape, w.shape, a.out_shape), dy, paths, hand,
                  lambda p: _data_grad_on(p, dy, w, a, tdw))
     return _data_grad_on(path, dy, w, a, tdw)
@@ -303,6 +339,16 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
 
 def _data_grad_on(path: str, dy, w, a: Conv2DAttrs, tdw):
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
+    if path == "gemm":
+        g = torch.mm(dy.reshape(-1, dy.shape[3]), _weight_matrix(w, a.weights_layout).t())
+        if tuple(a.stride) == (1, 1):
+            return g.view(a.out_shape)
+        dx = torch.zeros(a.out_shape, dtype=g.dtype, device=g.device)
+        dx[:, ::a.stride[0], ::a.stride[1], :] = g.view(dy.shape[0], dy.shape[1],
+                                                         dy.shape[2], c)
+        return dx
+    if path == "scale":
+        return _scaled(dy, w, a.data_layout)
     if path == "triton":
         dx = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[0].data_gradient(_nchw(dy, a.data_layout), _oihw_view(w, a.weights_layout),
@@ -333,14 +379,10 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
         return _empty_result(a.out_shape, dy)
     dy, x = canonical(dy), canonical(x)
     wshape = _canon_shape(a.out_shape, a.weights_layout)
-    if _pointwise(a, wshape, dy):
-        xm, dym = x.reshape(-1, x.shape[3]), dy.reshape(-1, dy.shape[3])
-        if a.weights_layout == L.HWIO:  # [C, O]
-            return torch.mm(xm.t(), dym).view(a.out_shape)
-        return torch.mm(dym.t(), xm).view(a.out_shape)  # OIHW: [O, C]
     tdw = _depthwise(a.groups, _canon_shape(x.shape, a.data_layout)[1], wshape, dy.dtype,
                      dy.device)
-    paths, hand = _paths("weights_grad", a, tdw, dy)  # (hand rule: cuDNN for NHWC)
+    paths, hand = _paths("weights_grad", a, tdw, dy,  # (hand rule: cuDNN for NHWC)
+                         _pointwise(a, wshape, dy))
     path = _pick("weights_grad", a, (dy.shape, x.shape, a.out_shape), dy, paths, hand,
                  lambda p: _weights_grad_on(p, dy, x, a, tdw))
     return _weights_grad_on(path, dy, x, a, tdw)
@@ -348,6 +390,11 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
 
 def _weights_grad_on(path: str, dy, x, a: Conv2DAttrs, tdw):
     wshape = _canon_shape(a.out_shape, a.weights_layout)
+    if path == "gemm":
+        xm, dym = _rows(x, a), dy.reshape(-1, dy.shape[3])
+        if a.weights_layout == L.HWIO:  # [C, O]
+            return torch.mm(xm.t(), dym).view(a.out_shape)
+        return torch.mm(dym.t(), xm).view(a.out_shape)  # OIHW: [O, C]
     if path == "triton":
         g = torch.empty(a.out_shape, dtype=dy.dtype, device=dy.device)
         tdw[1].weights_gradient(_nchw(dy, a.data_layout), _nchw(x, a.data_layout),
