@@ -57,10 +57,11 @@ CL, MAX_N = lc.CL, lc.MAX_N
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(lc._Shape):
     """Compile-time shape of the two kernels: G gates, `two` (the GRU without resetAfter:
     a second exchange per step); per thread CJ columns x KP k's of the product, Q = K / KP
-    lanes per column group (forward K = H, M = G*U; backward K = G*U, M = H)."""
+    lanes per column group (forward K = H, M = G*U; backward K = G*U, M = H; the derived
+    sizes: lstm_cluster._Shape)."""
     H: int
     N: int
     G: int
@@ -70,26 +71,6 @@ class Config:
     cj_b: int
     kp_b: int
     cl: int = CL  # CTAs per cluster
-
-    @property
-    def U(self) -> int:
-        return self.H // self.cl
-
-    @property
-    def q_f(self) -> int:
-        return self.H // self.kp_f
-
-    @property
-    def nt_f(self) -> int:
-        return self.q_f * self.G * self.U // self.cj_f
-
-    @property
-    def q_b(self) -> int:
-        return self.G * self.U // self.kp_b
-
-    @property
-    def nt_b(self) -> int:
-        return self.q_b * self.H // self.cj_b
 
     @property
     def smem_f(self) -> int:  # hsm (and hrs) [2][NP][ROW_F], pre [NP][G*U], xo [NP][U]
@@ -130,19 +111,16 @@ def _config(N: int, H: int, gates: int, reset_after: bool, cl: int) -> Config | 
         return None
     two = gates == 3 and not reset_after
     U = H // cl
-    forced = os.environ.get("MPSGRAPH_GRU_CLUSTER_CFG", "").strip()
+    forced = lc.forced_shapes("MPSGRAPH_GRU_CLUSTER_CFG")
     if forced:
-        try:
-            cj_f, kp_f, cj_b, kp_b = (int(v) for v in forced.split(","))
-        except ValueError:
-            raise ValueError(f"MPSGRAPH_GRU_CLUSTER_CFG={forced!r}: expected "
-                             "CJF,KPF,CJB,KPB") from None
+        cj_f, kp_f, cj_b, kp_b = forced
         for cj, kp, K, M in ((cj_f, kp_f, H, gates * U), (cj_b, kp_b, gates * U, H)):
             q = K // kp if kp > 0 else 0
             if (cj <= 0 or kp <= 0 or M % cj or K % kp or kp % 4 or q > 32 or 32 % q
                     or (q * M // cj) % 32 or q * M // cj > 1024):
-                raise ValueError(f"MPSGRAPH_GRU_CLUSTER_CFG={forced!r} does not fit H={H}, "
-                                 f"{gates} gate(s), cluster size {cl}")
+                raise ValueError(f"MPSGRAPH_GRU_CLUSTER_CFG="
+                                 f"{os.environ['MPSGRAPH_GRU_CLUSTER_CFG'].strip()!r} does not "
+                                 f"fit H={H}, {gates} gate(s), cluster size {cl}")
     else:
         # thread targets: the LSTM's measured optimum at CL (~2H forward, ~H backward), grown
         # by CL / cl for a smaller cluster (each CTA has that much more work; lstm_cluster.py

@@ -63,6 +63,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -113,17 +114,11 @@ def product_shape(K: int, M: int, N: int, target: int, max_threads: int = 1024,
     return None if best is None else best[1:]
 
 
-@dataclass(frozen=True)
-class Config:
-    """Compile-time shape of the two kernels (module docstring): per thread CJ columns x KP
-    k's of the product; Q = K / KP lanes per column group; NT threads per CTA."""
-    H: int
-    N: int
-    cj_f: int
-    kp_f: int
-    cj_b: int
-    kp_b: int
-    cl: int = CL  # CTAs per cluster
+class _Shape:
+    """The derived sizes of a cluster kernel pair's Config (this module's and
+    gru_cluster.py's): G gate blocks per unit, U units per CTA; forward [N, H] x [H, G*U] in
+    Q_F = H / KP_F lanes per column group and NT_F threads; backward [N, G*U] x [G*U, H]
+    (this CTA's dA columns by R's rows) in Q_B = G*U / KP_B lanes and NT_B threads."""
 
     @property
     def U(self) -> int:
@@ -135,15 +130,43 @@ class Config:
 
     @property
     def nt_f(self) -> int:
-        return self.q_f * 4 * self.U // self.cj_f
+        return self.q_f * self.G * self.U // self.cj_f
 
     @property
-    def q_b(self) -> int:  # the backward multiplies this CTA's 4U dA columns by R's rows
-        return 4 * self.U // self.kp_b
+    def q_b(self) -> int:
+        return self.G * self.U // self.kp_b
 
     @property
     def nt_b(self) -> int:
         return self.q_b * self.H // self.cj_b
+
+
+def forced_shapes(env: str) -> tuple[int, int, int, int] | None:
+    """The product shapes "CJF,KPF,CJB,KPB" the environment variable `env` forces
+    (measuring), else None."""
+    v = os.environ.get(env, "").strip()
+    if not v:
+        return None
+    try:
+        cj_f, kp_f, cj_b, kp_b = (int(x) for x in v.split(","))
+    except ValueError:
+        raise ValueError(f"{env}={v!r}: expected CJF,KPF,CJB,KPB") from None
+    return cj_f, kp_f, cj_b, kp_b
+
+
+@dataclass(frozen=True)
+class Config(_Shape):
+    """Compile-time shape of the two kernels (module docstring; the derived sizes: `_Shape`):
+    per thread CJ columns x KP k's of the product; Q = K / KP lanes per column group; NT
+    threads per CTA."""
+    H: int
+    N: int
+    cj_f: int
+    kp_f: int
+    cj_b: int
+    kp_b: int
+    cl: int = CL  # CTAs per cluster
+    G: ClassVar[int] = 4  # the four gates
 
     @property
     def smem_f(self) -> int:  # bytes: hsm [2][NP][ROW_F], pre [NP][4U], xo [NP][U]
@@ -192,13 +215,9 @@ def _config(N: int, H: int, cl: int) -> Config | None:
     if cl not in SIZES or H % cl or (H // cl) % 4:
         return None
     U = H // cl
-    forced = os.environ.get("MPSGRAPH_LSTM_CLUSTER_CFG", "").strip()  # "CJF,KPF,CJB,KPB"
+    forced = forced_shapes("MPSGRAPH_LSTM_CLUSTER_CFG")
     if forced:
-        try:
-            cj_f, kp_f, cj_b, kp_b = (int(v) for v in forced.split(","))
-        except ValueError:
-            raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r}: expected "
-                             "CJF,KPF,CJB,KPB") from None
+        cj_f, kp_f, cj_b, kp_b = forced
     elif cl == CL:
         # measured (H200, (T=50, N=8, H=128), training step device-only, LSTM_DESIGNS.md):
         # forward 4 x 8 (256 threads) 66 us vs 70 for 4 x 16, 78 for 2 x 8; backward 4 x 16
@@ -227,8 +246,9 @@ def _config(N: int, H: int, cl: int) -> Config | None:
         if (cj <= 0 or kp <= 0 or M % cj or K % kp or kp % 4 or q > 32 or 32 % q or nt % 32
                 or nt > 1024 or kp * cj > 128):
             if forced:
-                raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG={forced!r} does not fit H={H}, "
-                                 f"cluster size {cl}")
+                raise ValueError(f"MPSGRAPH_LSTM_CLUSTER_CFG="
+                                 f"{os.environ['MPSGRAPH_LSTM_CLUSTER_CFG'].strip()!r} does "
+                                 f"not fit H={H}, cluster size {cl}")
             return None
     if max(cfg.smem_f, cfg.smem_b) > MAX_SMEM:
         return None
