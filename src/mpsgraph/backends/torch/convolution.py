@@ -31,7 +31,10 @@ On CUDA the path of a call is chosen by measurement at its key's first call (aut
 the Triton depthwise kernels (where they run, NHWC forward and weights gradient included),
 cuDNN in the data layout's memory format, or cuDNN in the other one (NHWC computed as
 contiguous NCHW, NCHW as channels_last, the copies counted). The rules above (`_paths`' hand
-choice) are the fallback. Two more candidates where they apply: "gemm", a 1x1 convolution of
+choice) are the fallback. For NHWC data with HWIO weights and one group (float32 only where
+TF32 is allowed) the implicit-GEMM Triton kernels of kernels/conv_igemm.py, which read the HWIO
+weights as they are: "igemm" (and "igemm_s", smaller tiles; forward and stride-1 data
+gradient). Two more candidates where they apply: "gemm", a 1x1 convolution of
 NHWC data as one cuBLAS matrix product with the weights as they are (`_pointwise`; the hand
 rule's at stride 1), and "scale", a 1x1 depthwise convolution as the per-channel scale it is
 (`_channel_scale`; the hand rule's).
@@ -49,6 +52,7 @@ takes the candidate away.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 import torch
@@ -188,6 +192,12 @@ def _depthwise(groups: int, c_in: int, w_oihw_shape, dtype: torch.dtype, device:
     return depthwise_conv, depthwise_conv_wgrad
 
 
+def _igemm_kernels():
+    from .kernels import conv_igemm
+
+    return conv_igemm
+
+
 def _pointwise(a: Conv2DAttrs, w_oihw_shape, t: torch.Tensor) -> bool:
     """A 1x1 convolution of NHWC data (one group, no padding, any stride): a matrix product of
     the [N*H'*W', C] data (the strided pixels: a copy where the stride is not 1) with the
@@ -224,20 +234,39 @@ def _rows(t: torch.Tensor, a: Conv2DAttrs) -> torch.Tensor:
 
 
 def _scaled(t: torch.Tensor, w: torch.Tensor, layout: L) -> torch.Tensor:
-    """t * w[c] over the channel axis of `layout` (the "scale" path)."""
+    """t * w[c] over the channel axis of `layout` (the "scale" path): one Triton pass
+    (kernels/depthwise_conv.channel_scale) where Triton runs, else torch's multiply."""
     v = w.reshape(-1)
+    if (t.dtype in _DEPTHWISE_DTYPES and t.is_contiguous() and v.is_contiguous()
+            and _triton_available(t.device)):
+        from .kernels import depthwise_conv
+
+        return depthwise_conv.channel_scale(
+            t, v, 1 if layout == L.NHWC else t.shape[2] * t.shape[3])
     return (t * (v if layout == L.NHWC else v.view(-1, 1, 1))).contiguous()
 
 
+def _igemm(op: str, a: Conv2DAttrs, t: torch.Tensor, w_numel: int) -> bool:
+    """Whether the implicit-GEMM Triton kernels (kernels/conv_igemm.py: the HWIO weights read
+    as they are) are a candidate: NHWC data with HWIO weights, one group, float16 / bfloat16 or
+    TF32-allowed float32, the data gradient at stride 1, Triton on the device."""
+    if (a.data_layout != L.NHWC or a.weights_layout != L.HWIO or a.groups != 1
+            or (op == "data_grad" and tuple(a.stride) != (1, 1)) or w_numel >= 2**31 - 1
+            or t.dtype not in _DEPTHWISE_DTYPES or not _triton_available(t.device)):
+        return False
+    return t.dtype != torch.float32 or bool(torch.backends.cudnn.allow_tf32)
+
+
 def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor, gemm: bool = False,
-           scale: bool = False) -> tuple[list[str], str]:
+           scale: bool = False, igemm: bool = False) -> tuple[list[str], str]:
     """(candidate paths, the hand rule's path) of a 2-D convolution op: "triton" (the depthwise
     kernels, where they run), "cudnn" (the layout's own memory format) and, on CUDA,
     "cudnn_alt" (the other memory format: NHWC data computed as contiguous NCHW, NCHW data as
     channels_last; the layout conversion copies are part of its time) and, for NHWC data with
     HWIO weights, "cudnn_tt" (cuDNN with the Triton weight transpose: module docstring);
-    "gemm" (`_pointwise`; the hand rule's at stride 1) and "scale" (`_channel_scale`; the
-    hand rule's where it applies) where they apply."""
+    "igemm" / "igemm_s" (`_igemm`; two tilings), "gemm" (`_pointwise`; the hand rule's at
+    stride 1) and "scale" (`_channel_scale`; the hand rule's where it applies) where they
+    apply."""
     paths = ["cudnn"]
     if t.device.type == "cuda":
         paths.append("cudnn_alt")
@@ -248,6 +277,8 @@ def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor, gemm: bool = False,
         paths.append("triton")
     hand = "triton" if tdw is not None and (op == "data_grad"
                                             or a.data_layout != L.NHWC) else "cudnn"
+    if igemm:
+        paths += ["igemm", "igemm_s"] if op != "weights_grad" else ["igemm"]
     if gemm:
         paths.append("gemm")
         if tuple(a.stride) == (1, 1):
@@ -294,13 +325,17 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
     c_in = _canon_shape(x.shape, a.data_layout)[1]
     tdw = _depthwise(a.groups, c_in, wshape, x.dtype, x.device)
     paths, hand = _paths("forward", a, tdw, x, _pointwise(a, wshape, x),  # (hand rule: cuDNN
-                         _channel_scale(a, c_in, wshape))  # for NHWC, measured faster)
+                         _channel_scale(a, c_in, wshape),  # for NHWC, measured faster)
+                         _igemm("forward", a, x, w.numel()))
     path = _pick("forward", a, (x.shape, w.shape), x, paths, hand,
                  lambda p: _forward_on(p, x, w, a, tdw))
     return _forward_on(path, x, w, a, tdw)
 
 
 def _forward_on(path: str, x, w, a: Conv2DAttrs, tdw):
+    if path in ("igemm", "igemm_s"):
+        return _igemm_kernels().forward(x, w, a.out_shape[1:3], a.stride, a.dilation, a.pads,
+                                        small=path == "igemm_s")
     if path == "gemm":
         return torch.mm(_rows(x, a), _weight_matrix(w, a.weights_layout)).view(a.out_shape)
     if path == "scale":
@@ -331,7 +366,7 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
     wshape = _canon_shape(w.shape, a.weights_layout)
     tdw = _depthwise(a.groups, c, wshape, dy.dtype, dy.device)
     paths, hand = _paths("data_grad", a, tdw, dy, _pointwise(a, wshape, dy),
-                         _channel_scale(a, c, wshape))
+                         _channel_scale(a, c, wshape), _igemm("data_grad", a, dy, w.numel()))
     path = _pick("data_grad", a, (dy.shape, w.shape, a.out_shape), dy, paths, hand,
                  lambda p: _data_grad_on(p, dy, w, a, tdw))
     return _data_grad_on(path, dy, w, a, tdw)
@@ -339,6 +374,9 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
 
 def _data_grad_on(path: str, dy, w, a: Conv2DAttrs, tdw):
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
+    if path in ("igemm", "igemm_s"):
+        return _igemm_kernels().data_gradient(dy, w, a.out_shape, a.dilation, a.pads,
+                                              small=path == "igemm_s")
     if path == "gemm":
         g = torch.mm(dy.reshape(-1, dy.shape[3]), _weight_matrix(w, a.weights_layout).t())
         if tuple(a.stride) == (1, 1):
@@ -382,7 +420,8 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
     tdw = _depthwise(a.groups, _canon_shape(x.shape, a.data_layout)[1], wshape, dy.dtype,
                      dy.device)
     paths, hand = _paths("weights_grad", a, tdw, dy,  # (hand rule: cuDNN for NHWC)
-                         _pointwise(a, wshape, dy))
+                         _pointwise(a, wshape, dy),
+                         igemm=_igemm("weights_grad", a, dy, math.prod(a.out_shape)))
     path = _pick("weights_grad", a, (dy.shape, x.shape, a.out_shape), dy, paths, hand,
                  lambda p: _weights_grad_on(p, dy, x, a, tdw))
     return _weights_grad_on(path, dy, x, a, tdw)
@@ -390,6 +429,9 @@ def convolution2DWeightsGradient(dy: torch.Tensor, x: torch.Tensor,
 
 def _weights_grad_on(path: str, dy, x, a: Conv2DAttrs, tdw):
     wshape = _canon_shape(a.out_shape, a.weights_layout)
+    if path == "igemm":
+        return _igemm_kernels().weights_gradient(dy, x, a.out_shape[:2], a.stride, a.dilation,
+                                                 a.pads)
     if path == "gemm":
         xm, dym = _rows(x, a), dy.reshape(-1, dy.shape[3])
         if a.weights_layout == L.HWIO:  # [C, O]

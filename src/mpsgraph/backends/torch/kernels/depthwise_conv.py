@@ -385,3 +385,31 @@ def data_gradient(dy: torch.Tensor, w: torch.Tensor, x_shape, stride=(1, 1),
             *out.stride(), **cfg, BPL=bpl, BH=bh, BW=bw, I64=i64, SOFT_BF16=_INTERPRETED,
             num_warps=NUM_WARPS)
     return out
+
+
+# ------------------------------------------------------------- 1x1 depthwise: a channel scale
+@triton.jit
+def _channel_scale(t_ptr, w_ptr, y_ptr, L, C, INNER, BLOCK: tl.constexpr,
+                   SOFT_BF16: tl.constexpr):
+    """y[i] = t[i] * w[(i // INNER) % C] over a contiguous t of L elements (INNER: 1 for NHWC,
+    H*W for NCHW), the product in float32, rounded once."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = i < L
+    c = (i // INNER) % C
+    v = tl.load(t_ptr + i, mask=ok).to(tl.float32) * tl.load(w_ptr + c, mask=ok).to(tl.float32)
+    tl.store(y_ptr + i, _rounded(v, y_ptr, SOFT_BF16), mask=ok)
+
+
+def channel_scale(t: torch.Tensor, w: torch.Tensor, inner: int) -> torch.Tensor:
+    """A 1x1 depthwise convolution (one output per channel, stride 1, no padding) as the
+    per-channel scale it is: t contiguous (NHWC: inner = 1; NCHW: inner = H*W), w the C
+    weights (contiguous, t's dtype). One pass over t (torch's broadcast multiply runs its
+    non-vectorised kernel here: 17.8 against cuDNN's 10.7 us for 16x64x64x32 float32 on the
+    H200, the tuner's timings). Returns a new contiguous tensor."""
+    assert t.is_contiguous() and w.is_contiguous() and w.dtype == t.dtype, (t.stride(), w.dtype)
+    y = torch.empty_like(t)
+    L = t.numel()
+    if L:
+        _channel_scale[(cdiv(L, 4096),)](t, w, y, L, w.numel(), max(int(inner), 1),
+                                         BLOCK=4096, SOFT_BF16=_INTERPRETED, num_warps=8)
+    return y
