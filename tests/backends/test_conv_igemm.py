@@ -85,11 +85,9 @@ def test_three_ops_against_float64(geo, dt, device):
     ho, wo = _out_hw(h, w, k, s, d, p)
     dy = torch.randn((n, ho, wo, o), generator=g).to(device, dtype)
     (y, dx, dw), (ya, dxa, dwa) = _oracle(x, wt, dy, s, d, p)
-    for small in (False, True):  # the two tilings
-        _check(ig.forward(x, wt, (ho, wo), s, d, p, small), y, ya, dtype, f"forward {small}")
-        if s == (1, 1):
-            _check(ig.data_gradient(dy, wt, x.shape, d, p, small), dx, dxa, dtype,
-                   f"data gradient {small}")
+    _check(ig.forward(x, wt, (ho, wo), s, d, p), y, ya, dtype, "forward")
+    if s == (1, 1):
+        _check(ig.data_gradient(dy, wt, x.shape, d, p), dx, dxa, dtype, "data gradient")
     _check(ig.weights_gradient(dy, x, k, s, d, p), dw, dwa, dtype, "weights gradient")
 
 
@@ -173,16 +171,14 @@ def _graph_run(geo, dtype, monkeypatch, want="igemm"):
     return seen, [got[t] for t in outs], _oracle(ts["x"], ts["w"], ts["dy"], s, d, p)
 
 
-@pytest.mark.parametrize("want", ["igemm", "igemm_s"])
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 @pytest.mark.parametrize("geo", ["3x3", "2x3-s21-d12-asym", "3x3-d2-widepad"])
-def test_igemm_path_through_the_graph(geo, dt, want, monkeypatch):
+def test_igemm_path_through_the_graph(geo, dt, monkeypatch):
     dtype = DTYPES[dt]
-    seen, got, (exact, absum) = _graph_run(geo, dtype, monkeypatch, want)
+    seen, got, (exact, absum) = _graph_run(geo, dtype, monkeypatch)
     stride1 = GEOMETRIES[geo][6] == (1, 1)
-    assert seen["forward"][1] == want, seen
-    assert seen["weights_grad"][1] == ("igemm" if want == "igemm" else "cudnn")  # (one tiling)
-    assert (seen["data_grad"][1] == want) == stride1  # (the data gradient: stride 1 only)
+    assert seen["forward"][1] == seen["weights_grad"][1] == "igemm", seen
+    assert (seen["data_grad"][1] == "igemm") == stride1  # (the data gradient: stride 1 only)
     for name, v, e, a in zip(("forward", "data gradient", "weights gradient"), got, exact,
                              absum):
         t = torch.from_numpy(np.asarray(v.numpy()).astype(np.float64))

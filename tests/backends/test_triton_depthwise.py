@@ -318,7 +318,7 @@ def test_int64_offsets_on_a_large_tensor():
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dt", list(DTYPES))
 @pytest.mark.parametrize("shape", [(2, 5, 3, 7), (1, 1, 1, 1), (3, 4, 1, 2), (0, 3, 2, 2),
-                                   (2, 3, 40, 50)])
+                                   (2, 3, 40, 50), (1, 2, 3, 1500)])  # (several column tiles)
 def test_channel_scale_against_float64(device, layout, dt, shape):
     """The 1x1 depthwise convolution's scale kernel: y = t * w[c], the float32 product rounded
     once (exactly the float64 product rounded once: two operands of <= 24 bits)."""
@@ -327,8 +327,7 @@ def test_channel_scale_against_float64(device, layout, dt, shape):
     t = torch.randn(shape, generator=g).to(device, dtype)
     c = shape[3] if layout == "NHWC" else shape[1]
     w = torch.randn((c,), generator=g).to(device, dtype)
-    inner = 1 if layout == "NHWC" else shape[2] * shape[3]
-    got = dwc.channel_scale(t, w, inner)
+    got = dwc.channel_scale(t, w, layout == "NHWC")
     wb = w.cpu().double().view(1, 1, 1, c) if layout == "NHWC" else \
         w.cpu().double().view(1, c, 1, 1)
     want = (t.cpu().double() * wb).to(dtype)

@@ -33,11 +33,11 @@ cuDNN in the data layout's memory format, or cuDNN in the other one (NHWC comput
 contiguous NCHW, NCHW as channels_last, the copies counted). The rules above (`_paths`' hand
 choice) are the fallback. For NHWC data with HWIO weights and one group (float32 only where
 TF32 is allowed) the implicit-GEMM Triton kernels of kernels/conv_igemm.py, which read the HWIO
-weights as they are: "igemm" (and "igemm_s", smaller tiles; forward and stride-1 data
-gradient). Two more candidates where they apply: "gemm", a 1x1 convolution of
-NHWC data as one cuBLAS matrix product with the weights as they are (`_pointwise`; the hand
-rule's at stride 1), and "scale", a 1x1 depthwise convolution as the per-channel scale it is
-(`_channel_scale`; the hand rule's).
+weights as they are: "igemm" (forward, stride-1 data gradient, weights gradient). Two more
+candidates where they apply: "gemm", a 1x1 convolution of NHWC data as one cuBLAS matrix
+product with the weights as they are (`_pointwise`; the hand rule's at stride 1), and
+"scale", a 1x1 depthwise convolution as the per-channel scale it is (one Triton pass where
+Triton runs; `_channel_scale`; the hand rule's).
 
 NHWC data with HWIO weights is the one case that copies: cuDNN has no HWIO filter layout, so
 the weights are transposed into its (O, kH, kW, I) order (and the weights gradient back into
@@ -241,8 +241,7 @@ def _scaled(t: torch.Tensor, w: torch.Tensor, layout: L) -> torch.Tensor:
             and _triton_available(t.device)):
         from .kernels import depthwise_conv
 
-        return depthwise_conv.channel_scale(
-            t, v, 1 if layout == L.NHWC else t.shape[2] * t.shape[3])
+        return depthwise_conv.channel_scale(t, v, layout == L.NHWC)
     return (t * (v if layout == L.NHWC else v.view(-1, 1, 1))).contiguous()
 
 
@@ -264,7 +263,7 @@ def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor, gemm: bool = False,
     "cudnn_alt" (the other memory format: NHWC data computed as contiguous NCHW, NCHW data as
     channels_last; the layout conversion copies are part of its time) and, for NHWC data with
     HWIO weights, "cudnn_tt" (cuDNN with the Triton weight transpose: module docstring);
-    "igemm" / "igemm_s" (`_igemm`; two tilings), "gemm" (`_pointwise`; the hand rule's at
+    "igemm" (`_igemm`), "gemm" (`_pointwise`; the hand rule's at
     stride 1) and "scale" (`_channel_scale`; the hand rule's where it applies) where they
     apply."""
     paths = ["cudnn"]
@@ -278,7 +277,7 @@ def _paths(op: str, a: Conv2DAttrs, tdw, t: torch.Tensor, gemm: bool = False,
     hand = "triton" if tdw is not None and (op == "data_grad"
                                             or a.data_layout != L.NHWC) else "cudnn"
     if igemm:
-        paths += ["igemm", "igemm_s"] if op != "weights_grad" else ["igemm"]
+        paths.append("igemm")
     if gemm:
         paths.append("gemm")
         if tuple(a.stride) == (1, 1):
@@ -333,9 +332,8 @@ def convolution2D(x: torch.Tensor, w: torch.Tensor, a: Conv2DAttrs) -> torch.Ten
 
 
 def _forward_on(path: str, x, w, a: Conv2DAttrs, tdw):
-    if path in ("igemm", "igemm_s"):
-        return _igemm_kernels().forward(x, w, a.out_shape[1:3], a.stride, a.dilation, a.pads,
-                                        small=path == "igemm_s")
+    if path == "igemm":
+        return _igemm_kernels().forward(x, w, a.out_shape[1:3], a.stride, a.dilation, a.pads)
     if path == "gemm":
         return torch.mm(_rows(x, a), _weight_matrix(w, a.weights_layout)).view(a.out_shape)
     if path == "scale":
@@ -374,9 +372,8 @@ def convolution2DDataGradient(dy: torch.Tensor, w: torch.Tensor,
 
 def _data_grad_on(path: str, dy, w, a: Conv2DAttrs, tdw):
     n, c, h, wd = _canon_shape(a.out_shape, a.data_layout)
-    if path in ("igemm", "igemm_s"):
-        return _igemm_kernels().data_gradient(dy, w, a.out_shape, a.dilation, a.pads,
-                                              small=path == "igemm_s")
+    if path == "igemm":
+        return _igemm_kernels().data_gradient(dy, w, a.out_shape, a.dilation, a.pads)
     if path == "gemm":
         g = torch.mm(dy.reshape(-1, dy.shape[3]), _weight_matrix(w, a.weights_layout).t())
         if tuple(a.stride) == (1, 1):

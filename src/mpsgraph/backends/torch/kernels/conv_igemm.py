@@ -24,9 +24,8 @@ bfloat16 accumulate in float32 and are rounded once; float32 runs TF32 products 
 offers these kernels for float32 when TF32 convolutions are allowed, as cuDNN's are by
 default). Offsets are int64 where a tensor could leave int32.
 
-Used by backends/torch/convolution.py as the autotuner's "igemm" candidates (NHWC data, HWIO
-weights, one group; the data gradient at stride 1): "igemm", and "igemm_s" with 64 x 64 tiles
-for the forward and the data gradient. Runs on CUDA, and on the CPU under
+Used by backends/torch/convolution.py as the autotuner's "igemm" candidate (NHWC data, HWIO
+weights, one group; the data gradient at stride 1). Runs on CUDA, and on the CPU under
 TRITON_INTERPRET=1 for tests.
 """
 
@@ -181,18 +180,15 @@ def _i64(*ts: torch.Tensor) -> bool:
     return any(t.numel() >= 2**31 - 1 for t in ts)
 
 
-def _tiles(M: int, K_c: int, N_c: int, dtype: torch.dtype, small: bool
-           ) -> tuple[int, int, int, int, int]:
-    """(BM, BN, BK, num_warps, num_stages) of the forward / data-gradient product: rows of 128
-    pixels (64 where there are few), up to 128 output channels, 64 input channels a step (32
-    for float32: the same bytes); `small`: 64 x 64 tiles, one more stage (twice the programs,
-    for the shapes where 128-wide tiles leave SMs idle: few pixels, a long K)."""
-    bk = max(16, min(32 if dtype == torch.float32 else 64, pow2(K_c)))
-    if small:
-        return 64, max(16, min(64, pow2(N_c))), bk, 4, 4
+def _tiles(M: int, K_c: int, N_c: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
+    """(BM, BN, BK, num_warps) of the forward / data-gradient product: rows of 128 pixels
+    (64 where there are few), up to 128 output channels, 64 input channels a step (32 for
+    float32: the same bytes). (64 x 64 tiles with one more stage were measured too, on the
+    sweep's 17 NHWC rows of the H200: never the fastest.)"""
     bm = 128 if M >= 8192 else 64
     bn = max(16, min(128, pow2(N_c)))
-    return bm, bn, bk, (8 if bm * bn >= 128 * 128 else 4), 3
+    bk = max(16, min(32 if dtype == torch.float32 else 64, pow2(K_c)))
+    return bm, bn, bk, (8 if bm * bn >= 128 * 128 else 4)
 
 
 def _check(name: str, **ts: torch.Tensor) -> None:
@@ -202,8 +198,7 @@ def _check(name: str, **ts: torch.Tensor) -> None:
                              f"given shape {tuple(t.shape)} strides {t.stride()}")
 
 
-def _launch(src, w, out, wk: int, wn: int, stride, dilation, pads, small: bool
-            ) -> torch.Tensor:
+def _launch(src, w, out, wk: int, wn: int, stride, dilation, pads) -> torch.Tensor:
     n, hs, ws, cs = src.shape
     _, ho, wo, co = out.shape
     kh, kw = w.shape[0], w.shape[1]
@@ -212,29 +207,28 @@ def _launch(src, w, out, wk: int, wn: int, stride, dilation, pads, small: bool
         return out
     if cs == 0 or kh * kw == 0:
         return out.zero_()
-    bm, bn, bk, warps, stages = _tiles(M, cs, co, src.dtype, small)
+    bm, bn, bk, warps = _tiles(M, cs, co, src.dtype)
     grid = (cdiv(M, bm) * cdiv(co, bn),)
     _conv_nhwc[grid](src, w, out, M, cs, co, hs, ws, ho, wo, *src.stride()[:3], wk, wn,
                      *stride, *dilation, *pads, KH=kh, KW=kw, BM=bm, BN=bn, BK=bk, GROUP=8,
                      PREC=_prec(src.dtype), F32_DOT=_f32_dot(src.dtype),
-                     I64=_i64(src, w, out), num_warps=warps, num_stages=stages)
+                     I64=_i64(src, w, out), num_warps=warps, num_stages=3)
     return out
 
 
 def forward(x: torch.Tensor, w: torch.Tensor, out_hw, stride=(1, 1), dilation=(1, 1),
-            pads=(0, 0, 0, 0), small: bool = False) -> torch.Tensor:
+            pads=(0, 0, 0, 0)) -> torch.Tensor:
     """x [N, H, W, C] (channel stride 1), w HWIO [kH, kW, C, O] contiguous, out_hw (H', W');
-    pads (top, bottom, left, right); small: the 64 x 64 tiles (`_tiles`). Returns y
-    [N, H', W', O] contiguous, x's dtype."""
+    pads (top, bottom, left, right). Returns y [N, H', W', O] contiguous, x's dtype."""
     _check("forward", x=x)
     kh, kw, c, o = w.shape
     w = w.contiguous()
     y = torch.empty((x.shape[0], *out_hw, o), dtype=x.dtype, device=x.device)
-    return _launch(x, w, y, o, 1, stride, dilation, (pads[0], pads[2]), small)
+    return _launch(x, w, y, o, 1, stride, dilation, (pads[0], pads[2]))
 
 
 def data_gradient(dy: torch.Tensor, w: torch.Tensor, x_shape, dilation=(1, 1),
-                  pads=(0, 0, 0, 0), small: bool = False) -> torch.Tensor:
+                  pads=(0, 0, 0, 0)) -> torch.Tensor:
     """dy [N, H', W', O] (channel stride 1), w HWIO [kH, kW, C, O] contiguous, x_shape the
     source's [N, H, W, C]; stride 1. Returns dx [N, H, W, C] contiguous, dy's dtype."""
     _check("data_gradient", dy=dy)
@@ -242,7 +236,7 @@ def data_gradient(dy: torch.Tensor, w: torch.Tensor, x_shape, dilation=(1, 1),
     o = w.shape[3]
     dx = torch.empty(tuple(x_shape), dtype=dy.dtype, device=dy.device)
     return _launch(dy, w, dx, 1, o, (1, 1), (-dilation[0], -dilation[1]),
-                   (-pads[0], -pads[2]), small)
+                   (-pads[0], -pads[2]))
 
 
 def _wgrad_plan(P: int, taps: int, C: int, O: int, sms: int):
