@@ -7,19 +7,28 @@ Run (from the repository root, on a CUDA machine)::
     PYTHONPATH=src python3 benchmarks/profile_lstm.py 50,128,256,f32 20,1024,64,f32
 
 Each shape is T,N,H,precision (f32 / tf32 / bf16; append ,bi for bidirectional). Prints, per
-shape and side, the kernels by total device time over ITERS steps (per step), and the sum.
+shape and side, the kernels by total device time over ITERS steps (per step), and the sum;
+then the same for each candidate run the autotuner timed at the graph's first call (a fresh
+tuning cache), to compare a candidate's kernels with the graph's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 from pathlib import Path
+
+os.environ["MPSGRAPH_AUTOTUNE_CACHE"] = os.path.join(tempfile.mkdtemp(), "at.json")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu as G  # noqa: E402
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+from mpsgraph.backends.torch import lstm_route, rnn  # noqa: E402
 
 ITERS = 10
 PREC = {"f32": ("float32", False), "tf32": ("float32", True), "bf16": ("bfloat16", False)}
@@ -42,6 +51,27 @@ def _table(fn, label: str) -> None:
         print(f"    {us:9.1f} us  x{n:<3d} {k[:110]}")
 
 
+@contextlib.contextmanager
+def _recording():
+    """([the tuner's run functions], [the candidate paths]) of the LSTM calls tuned inside."""
+    runs, paths = [], []
+    real_run, real_paths = rnn._tuning_run, lstm_route.ours_paths
+
+    def run(*a, **k):
+        runs.append(real_run(*a, **k))
+        return runs[-1]
+
+    def ours(*a, **k):
+        paths.extend(real_paths(*a, **k))
+        return paths  # (forward_choice appends "cudnn" to it)
+
+    rnn._tuning_run, lstm_route.ours_paths = run, ours
+    try:
+        yield runs, paths
+    finally:
+        rnn._tuning_run, lstm_route.ours_paths = real_run, real_paths
+
+
 def main(argv) -> int:
     mdev = "cuda"
     for spec in argv or ["50,128,256,f32"]:
@@ -54,9 +84,13 @@ def main(argv) -> int:
         print(f"== T={T} N={N} I=H={H} {prec}{' bidir' if bi else ''}")
         step = case.cudnn()[0]
         _table(step, "cuDNN (torch.nn.LSTM forward + backward)")
-        exe, inputs, _ = case.compile_ours(mdev, **({"allow_tf32": True} if tf32 else {}))
-        exe.run(inputs)
+        with _recording() as (runs, paths):
+            exe, inputs, _ = case.compile_ours(mdev, **({"allow_tf32": True} if tf32 else {}))
+            exe.run(inputs)  # tunes, the candidates' runs recorded
         _table(lambda e=exe, i=inputs: e.run(i), "ours (LSTM + LSTMGradients)")
+        for p in dict.fromkeys(paths):
+            for r in runs[:1]:
+                _table(lambda r=r, p=p: r(p, True), f"the tuner's candidate run {p!r}")
     return 0
 
 

@@ -355,6 +355,34 @@ def test_lstm_candidates_under_interpreter(tuner, monkeypatch):
     assert seen == [] and len(autotune.events()) == 1
 
 
+@pytest.mark.parametrize("forward_bias", [True, False])
+def test_backward_takes_the_forward_choice_whatever_bias_it_is_given(tuner, monkeypatch,
+                                                                      forward_bias):
+    """LSTMGradients' path is the tuned forward's, whether it is given the forward's bias or
+    not (the key holds the bias's presence: a backward looking up the other presence took the
+    hand rules' path, measured 2x slower on the H200)."""
+    from mpsgraph.backends.torch import lstm_route
+
+    for k in ("MPSGRAPH_LSTM_KERNEL", "MPSGRAPH_LSTM_TILING", "MPSGRAPH_LSTM_TILING_BWD"):
+        monkeypatch.delenv(k, raising=False)
+    T, N, I, H = 5, 2, 3, 4
+    x, R, W, b, h0, c0 = (torch.zeros(s) for s in ((T, N, I), (1, 4 * H, H), (4 * H, I),
+                                                   (4 * H,), (N, H), (N, H)))
+    fb = b if forward_bias else None
+    opts = dict(reverse=False, bidirectional=False, forget_gate_last=False,
+                activations=(3, 3, 2, 3, 2))
+    got = autotune.choose(
+        lambda: lstm_route.key(x, R, W, fb, h0, c0, None, None, mode="train", **opts),
+        cands("a", "b"), "a", "cpu",
+        fast_key=lstm_route._fast_key(x, R, W, fb, h0, c0, None, None, "train", opts))
+    assert got == "b"
+    for given in (b, None):
+        assert lstm_route.backward_choice(x, R, W, given, h0, c0, None, None, **opts) == "b"
+    # another key (another T bucket): the hand rules
+    x2 = torch.zeros((4 * T, N, I))
+    assert lstm_route.backward_choice(x2, R, W, b, h0, c0, None, None, **opts) is None
+
+
 @pytest.mark.parametrize("bidir", [False, True])
 def test_cudnn_weight_mapping_on_cpu(bidir):
     """lstm_route's weight list and state layout, fed to torch's own LSTM (the CPU kernel has

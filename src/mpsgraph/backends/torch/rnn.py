@@ -411,11 +411,11 @@ def lstm_backward(x, R, dstate, zstate, cell, W=None, b=None, h0=None, c0=None, 
             _, cell, zstate = lstm_forward(x, R, W, b, h0, c0, mask, peephole, **kw)
         finally:
             _FORCE.reset(tok)
-    del b
     D = 2 if bidirectional else 1
     path = _FORCE.get()
     if path is None:
-        path = lstm_route.backward_choice(x, R, W, None, h0, c0, mask, peephole, **kw)
+        path = lstm_route.backward_choice(x, R, W, b, h0, c0, mask, peephole, **kw)
+    del b
     args = (x, R, dstate, zstate, cell, W, h0, c0, mask, peephole, dh_final, dc_final,
             dcell_seq)
     if path is not None and path not in ("hand", "cudnn"):
