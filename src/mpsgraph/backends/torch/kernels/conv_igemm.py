@@ -22,7 +22,8 @@ The A operand is gathered with masks (padding reads zeros; nothing is padded or 
 K loop is one flat loop over (tap, channel block), which Triton software-pipelines. float16 /
 bfloat16 accumulate in float32 and are rounded once; float32 runs TF32 products (the tuner only
 offers these kernels for float32 when TF32 convolutions are allowed, as cuDNN's are by
-default). Offsets are int64 where a tensor could leave int32.
+default). Offsets are int64 where an offset into a tensor could leave int32
+(`depthwise_conv.needs_int64`, from the strides: a strided source counts its span).
 
 Used by backends/torch/convolution.py as the autotuner's "igemm" candidate (NHWC data, HWIO
 weights, one group; the data gradient at stride 1). Runs on CUDA, and on the CPU under
@@ -36,8 +37,7 @@ import triton
 import triton.language as tl
 
 from . import cdiv, pow2
-
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+from .depthwise_conv import needs_int64, sm_count
 
 
 @triton.jit
@@ -73,8 +73,9 @@ def _conv_nhwc(src_ptr, w_ptr, out_ptr, M, CS, CO, HS, WS, HO, WO, s_n, s_h, s_w
     ow = r - oh * WO
     m_ok = m < M
     j_ok = j < CO
-    if I64:
+    if I64:  # (one image may span more than int32 too: the row offset as well)
         img = img.to(tl.int64)
+        oh = oh.to(tl.int64)
     kc = tl.arange(0, BK)
     cb = (CS + BK - 1) // BK  # (not tl.cdiv: a @jit the interpreter
     # cannot call from a module imported under it)
@@ -130,6 +131,7 @@ def _wgrad_nhwc(x_ptr, dy_ptr, out_ptr, P, C, O, H, W, HO, WO, s_n, s_h, s_w,
         ok = p_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         if I64:
             img = img.to(tl.int64)
+            ih = ih.to(tl.int64)
             p = p.to(tl.int64)
         xa = tl.load(x_ptr + (img * s_n + ih * s_h + iw * s_w)[:, None] + c[None, :],
                      mask=ok[:, None] & c_ok[None, :], other=0.0)
@@ -156,12 +158,6 @@ def _sum_splits(part_ptr, out_ptr, S, L, BLOCK: tl.constexpr):
 
 
 # ----------------------------------------------------------------------------- wrappers
-def supported(groups: int, dtype: torch.dtype, tf32: bool) -> bool:
-    """Whether these kernels can run a convolution: one group, float16 / bfloat16, or float32
-    where TF32 products are allowed (the caller checks that Triton runs on the device)."""
-    return groups == 1 and dtype in DTYPES and (dtype != torch.float32 or tf32)
-
-
 def _prec(dtype: torch.dtype):
     return "tf32" if dtype == torch.float32 else None
 
@@ -174,10 +170,6 @@ def interpreting() -> bool:
 
 def _f32_dot(dtype: torch.dtype) -> bool:
     return dtype != torch.float32 and interpreting()
-
-
-def _i64(*ts: torch.Tensor) -> bool:
-    return any(t.numel() >= 2**31 - 1 for t in ts)
 
 
 def _tiles(M: int, K_c: int, N_c: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
@@ -212,7 +204,7 @@ def _launch(src, w, out, wk: int, wn: int, stride, dilation, pads) -> torch.Tens
     _conv_nhwc[grid](src, w, out, M, cs, co, hs, ws, ho, wo, *src.stride()[:3], wk, wn,
                      *stride, *dilation, *pads, KH=kh, KW=kw, BM=bm, BN=bn, BK=bk, GROUP=8,
                      PREC=_prec(src.dtype), F32_DOT=_f32_dot(src.dtype),
-                     I64=_i64(src, w, out), num_warps=warps, num_stages=3)
+                     I64=needs_int64(src, w, out), num_warps=warps, num_stages=3)
     return out
 
 
@@ -254,12 +246,6 @@ def _wgrad_plan(P: int, taps: int, C: int, O: int, sms: int):
     return bc, bo, bp, cdiv(blocks, steps), steps
 
 
-def _sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4
-
-
 def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1),
                      dilation=(1, 1), pads=(0, 0, 0, 0)) -> torch.Tensor:
     """dy [N, H', W', O] contiguous, x [N, H, W, C] (channel stride 1). Returns dW HWIO
@@ -275,7 +261,7 @@ def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1)
         return out
     if P == 0:
         return out.zero_()
-    bc, bo, bp, splits, steps = _wgrad_plan(P, kh * kw, c, o, _sms(dy.device))
+    bc, bo, bp, splits, steps = _wgrad_plan(P, kh * kw, c, o, sm_count(dy.device))
     cb = cdiv(c, bc)
     dest = out if splits == 1 else torch.empty((splits, kh * kw * c, o), dtype=torch.float32,
                                                device=dy.device)
@@ -284,7 +270,7 @@ def weights_gradient(dy: torch.Tensor, x: torch.Tensor, kernel_hw, stride=(1, 1)
     _wgrad_nhwc[grid](x, dy, dest, P, c, o, h, wd, ho, wo, *x.stride()[:3], *stride,
                       *dilation, pads[0], pads[2], cb, steps, out.numel(), KW=kw, BC=bc,
                       BO=bo, BP=bp, PREC=_prec(dy.dtype), F32_DOT=_f32_dot(dy.dtype),
-                      I64=_i64(x, dy, dest), num_warps=warps, num_stages=3)
+                      I64=needs_int64(x, dy, dest), num_warps=warps, num_stages=3)
     if splits > 1:
         L = out.numel()
         _sum_splits[(cdiv(L, 1024),)](dest, out, splits, L, BLOCK=1024, num_warps=4)

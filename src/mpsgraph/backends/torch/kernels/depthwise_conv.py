@@ -423,8 +423,7 @@ def channel_scale(t: torch.Tensor, w: torch.Tensor, nhwc: bool) -> torch.Tensor:
     cols = c if nhwc else t.shape[2] * t.shape[3]
     rows = t.numel() // max(cols, 1)
     if t.numel():
-        bcol = next_pow2(cols) if nhwc else min(next_pow2(cols), 1024)
-        bcol = min(bcol, 1024)
+        bcol = min(next_pow2(cols), 1024)
         br = max(1, 4096 // bcol)
         _channel_scale[(cdiv(rows, br), cdiv(cols, bcol))](
             t, w, y, rows, cols, c, CH_COLS=nhwc, BR=br, BCOL=bcol, SOFT_BF16=_INTERPRETED,
